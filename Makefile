@@ -1,0 +1,52 @@
+# trainfab: the two commands are `make demo` and `make test`; both set up what they need.
+#
+# Set-up: Debian packages (iverilog, yosys, opensta, the OSU 0.18 µm liberty) are installed
+# with apt-get when running as root, otherwise the missing ones are named and make stops.
+# Python packages go into a project virtual environment (.venv), refreshed when
+# pyproject.toml changes.  A second run installs nothing.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
+JOBS ?= 2
+
+.PHONY: all setup debian demo test bench clean
+
+all: demo
+
+setup: debian $(STAMP)
+
+debian:
+	@missing=""; \
+	for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "trainfab needs Debian packages:$$missing; install them with: sudo apt-get install$$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trainfab needs Python >= 3.11; found " + sys.version.split()[0])'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing Python packages into $(VENV)"
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e .
+	@touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/trainfab demo
+
+test: setup
+	$(PY) -m pytest -q -n $(JOBS)
+
+clean:
+	rm -rf build .pytest_cache

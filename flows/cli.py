@@ -1,0 +1,176 @@
+"""The ``trainfab`` command line.
+
+Exit status: 0 success, 1 a failing check (a regression failed), 2 a usage, configuration or
+environment error.  Errors are one line; set ``TRAINFAB_DEBUG=1`` for a traceback.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from golden import config_dict
+
+from . import FlowError
+from . import registry
+from .config import load_config, presets
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise FlowError(f"{message} (see '{self.prog} --help')")
+
+
+def _config_args(p, multi: bool = False):
+    p.add_argument("--config", "-c", metavar="FILE|PRESET",
+                   help="TOML file or preset name from flows/configs (default: the unit's paper preset)")
+    p.add_argument("--set", "-s", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override one configuration field (repeatable)")
+
+
+def _units(names) -> list:
+    return [registry.get(n) for n in names] if names else list(registry.UNITS.values())
+
+
+def cmd_list(args) -> int:
+    print("units:")
+    width = max(len(n) for n in registry.UNITS)
+    for unit in registry.UNITS.values():
+        print(f"  {unit.name:<{width}}  {unit.summary}")
+    print("presets:")
+    for name, path in presets().items():
+        print(f"  {name:<{width}}  {path}")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from .generate import generate
+
+    unit = registry.get(args.unit)
+    cfg = load_config(unit, args.config, args.sets)
+    man = generate(unit, cfg, Path(args.output) if args.output else None)
+    print(f"{unit.name}: {man['verilog']} ({len(man['ports'])} ports, sha256 "
+          f"{man['verilog_sha256'][:16]}…); manifest {Path(man['verilog']).with_suffix('.json')}")
+    return 0
+
+
+def cmd_regress(args) -> int:
+    from .simulate import failure_details, run_testbench
+
+    units = _units(args.units)
+    if (args.config or args.sets) and len(units) != 1:
+        raise FlowError("--config/--set need exactly one unit")
+    jobs = []
+    for unit in units:
+        jobs.append((unit, load_config(unit, args.config, args.sets)))
+        if args.all_configs:
+            base = load_config(unit, args.config, args.sets)
+            for overrides in unit.test_configs:
+                jobs.append((unit, type(base)(**{**config_dict(base), **overrides})))
+    failed = 0
+    for k, (unit, cfg) in enumerate(jobs, 1):
+        print(f"[{k}/{len(jobs)}] {unit.name} …", flush=True)
+        result = run_testbench(unit, cfg, seed=args.seed, sim=args.sim, effort=args.effort,
+                               waves=args.waves)
+        print(f"[{k}/{len(jobs)}] {result.summary()}", flush=True)
+        if not result.passed:
+            failed += 1
+            print(failure_details(result), file=sys.stderr)
+    print(f"{len(jobs) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def cmd_area(args) -> int:
+    from .synth import area
+
+    unit = registry.get(args.unit)
+    cfg = load_config(unit, args.config, args.sets)
+    print(f"{unit.name}: synthesizing …", flush=True)
+    r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
+             outdir=Path(args.output) if args.output else None)
+    fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
+    print(f"{unit.name}: {r['area_um2']:.1f} µm², {r['cells']} cells, {r['flip_flops']} flip-flops, "
+          f"~{r['transistors_estimate']} transistors, critical path {r.get('critical_path_ns')} ns, "
+          f"fmax {fmax}")
+    print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import report
+
+    return report(liberty=args.liberty, clock_ns=args.clock_ns)
+
+
+def cmd_demo(args) -> int:
+    from .report import demo
+
+    return demo(seed=args.seed, sim=args.sim)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="trainfab", description="Generate, verify and measure low-precision "
+                "DNN-training arithmetic units (FPRaker, FAST, Equinox/HBFP, Gecko).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("list", help="units and presets")
+    s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("generate", help="Verilog and a JSON manifest for one unit")
+    s.add_argument("unit")
+    _config_args(s)
+    s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/generate/UNIT)")
+    s.set_defaults(func=cmd_generate)
+
+    s = sub.add_parser("regress", help="cocotb regressions against the golden models")
+    s.add_argument("units", nargs="*", metavar="UNIT", help="units (default: all)")
+    _config_args(s)
+    s.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--effort", choices=("quick", "full"), default="full")
+    s.add_argument("--waves", action="store_true", help="dump waveforms into the run folder")
+    s.add_argument("--all-configs", action="store_true",
+                   help="also run the non-default configurations the test suite uses")
+    s.set_defaults(func=cmd_regress)
+
+    for name, func, text in (("area", cmd_area, "yosys area and OpenSTA timing for one unit"),):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("unit")
+        _config_args(s)
+        s.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
+        s.add_argument("--clock-ns", type=float, default=10.0, help="clock period constraint")
+        s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/area/UNIT)")
+        s.set_defaults(func=func)
+
+    s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
+    s.add_argument("--liberty", default="osu018")
+    s.add_argument("--clock-ns", type=float, default=10.0)
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
+    s.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
+    s.add_argument("--seed", type=int, default=1)
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except FlowError as e:
+        print(f"trainfab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trainfab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # one line for users; the traceback on request
+        if os.environ.get("TRAINFAB_DEBUG"):
+            raise
+        print(f"trainfab: internal error: {type(e).__name__}: {e} "
+              f"(set TRAINFAB_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Verilog generation: a unit and a configuration → Verilog text, port list and manifest."""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from golden import config_dict
+
+from . import BUILD
+from .registry import Unit
+from .tools import versions
+
+
+def build_component(unit: Unit, cfg, factory=None):
+    """The Amaranth component of ``unit`` for ``cfg`` (``factory`` overrides the registry's)."""
+    return (factory or unit.component_factory())(cfg)
+
+
+def to_verilog(unit: Unit, cfg, factory=None) -> str:
+    """Verilog for ``unit`` at ``cfg``; the same configuration gives byte-identical text."""
+    from amaranth.back import verilog
+
+    component = build_component(unit, cfg, factory)
+    return verilog.convert(component, name=unit.top, emit_src=False)
+
+
+_PORT = re.compile(r"^\s*(input|output|inout)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([\w$.]+)\s*;", re.M)
+
+
+def ports(verilog_text: str, top: str) -> list[dict]:
+    """Ports of module ``top`` as ``{"name", "direction", "width"}``, in declaration order."""
+    start = verilog_text.index(f"module {top}(")
+    body = verilog_text[start:verilog_text.index("endmodule", start)]
+    return [{"name": name, "direction": d, "width": (int(hi) - int(lo) + 1) if hi else 1}
+            for d, hi, lo, name in _PORT.findall(body)]
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def manifest(unit: Unit, cfg, verilog_text: str) -> dict:
+    return {
+        "unit": unit.name,
+        "top": unit.top,
+        "config_class": unit.config,
+        "config": config_dict(cfg),
+        "ports": ports(verilog_text, unit.top),
+        "tools": versions(),
+        "verilog_sha256": sha256(verilog_text),
+    }
+
+
+def default_outdir(unit: Unit) -> Path:
+    return BUILD / "generate" / unit.name
+
+
+def generate(unit: Unit, cfg, outdir: Path | None = None) -> dict:
+    """Write ``<top>.v`` and ``<top>.json`` (the manifest) into ``outdir``; return the manifest."""
+    outdir = Path(outdir or default_outdir(unit))
+    outdir.mkdir(parents=True, exist_ok=True)
+    text = to_verilog(unit, cfg)
+    man = manifest(unit, cfg, text)
+    (outdir / f"{unit.top}.v").write_text(text)
+    (outdir / f"{unit.top}.json").write_text(json.dumps(man, indent=2) + "\n")
+    man["verilog"] = str(outdir / f"{unit.top}.v")
+    return man
+
+
+__all__ = ["build_component", "to_verilog", "ports", "sha256", "manifest", "generate"]

@@ -1,0 +1,68 @@
+"""The unit registry: one entry per generatable unit, used by the CLI and the tests.
+
+Entries name their configuration class, component factory and testbench module by import path,
+so that listing units imports nothing heavy and ``hdl`` never imports ``tb``.
+"""
+
+import importlib
+from dataclasses import dataclass, field
+
+from . import FlowError
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A generatable unit."""
+
+    #: dotted unit name, ``family.unit``
+    name: str
+    #: one line for ``trainfab list``
+    summary: str
+    #: ``module:Class`` of the frozen configuration dataclass (in golden/)
+    config: str
+    #: ``module:callable`` building the Amaranth component from a configuration object
+    component: str
+    #: cocotb test module
+    testbench: str
+    #: preset (``flows/configs/<preset>.toml``) holding the paper's configuration of this unit
+    preset: str
+    #: non-default configurations (field overrides) the test suite also regresses
+    test_configs: tuple = field(default_factory=tuple)
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def top(self) -> str:
+        """Verilog module name of the generated top level."""
+        return self.name.replace(".", "_")
+
+    def config_class(self):
+        return _resolve(self.config)
+
+    def component_factory(self):
+        return _resolve(self.component)
+
+
+def _resolve(path: str):
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+UNITS = {u.name: u for u in [
+    Unit("fpraker.encoder", "FPRaker term encoder: bf16 significands to signed power-of-two terms",
+         "golden.fpraker:EncoderConfig", "hdl.fpraker:TermEncoder", "tb.fpraker.encoder",
+         "fpraker-paper", test_configs=({"lanes": 3, "encoding": "binary"},)),
+]}
+
+
+def get(name: str) -> Unit:
+    """The unit called ``name``; :class:`FlowError` listing the known units otherwise."""
+    try:
+        return UNITS[name]
+    except KeyError:
+        raise FlowError(f"unknown unit {name!r}; known units: {', '.join(sorted(UNITS))}") from None
+
+
+__all__ = ["Unit", "UNITS", "get"]

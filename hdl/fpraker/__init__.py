@@ -1,0 +1,5 @@
+"""FPRaker components (spec ``seed-fpraker.md``)."""
+
+from .encoder import TermEncoder, TermEncoderLane
+
+__all__ = ["TermEncoder", "TermEncoderLane"]

@@ -1,0 +1,140 @@
+"""FPRaker term encoder (spec ``seed-fpraker.md`` §2.3).
+
+Each lane holds the recoded digits of one A significand and hands them to the PE one term per
+cycle, most significant first.  The digit recoder is the combinational NAF circuit of spec §2.2
+(``x3 = 3n``; ``pos = (x3 & ~n) >> 1``; ``neg = (~x3 & n) >> 1``) or, in binary mode, the
+significand bits themselves.
+"""
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from golden.fpraker import EncoderConfig
+
+from ..common import msb_index, onehot
+
+#: digit positions j = 0..8; bit j is the term at t = 7 - j
+DIGITS = 9
+
+
+class TermEncoderLane(wiring.Component):
+    """One encoder lane: load a significand, then pop its terms MSB first.
+
+    Latency: a load takes effect at the next clock edge; from then on the current term is
+    presented combinationally every cycle until ``advance`` pops it or ``drop`` discards the
+    rest.  Throughput: one term per cycle.
+
+    Parameters
+    ----------
+    encoding : {"csd", "binary"}
+        Canonical signed digit (NAF) or plain binary digits.
+
+    Ports
+    -----
+    load : In(1)
+        Load ``sig``/``zero`` at the next edge (wins over ``advance`` and ``drop``).
+    sig : In(8)
+        Significand with its hidden bit (128..255).
+    zero : In(1)
+        The operand is zero or denormal: load no terms.
+    advance : In(1)
+        Pop the current term.
+    drop : In(1)
+        Discard all remaining terms.
+    valid : Out(1)
+        A term is present.
+    tp : Out(4)
+        Position of the current term plus one, ``t + 1`` in 0..8 (weight ``2**-t``).
+    neg : Out(1)
+        The current term is negative.
+    error : Out(1)
+        Sticky: a non-zero load had its hidden bit (``sig[7]``) clear.  Cleared by reset.
+    """
+
+    def __init__(self, encoding: str = "csd"):
+        if encoding not in ("csd", "binary"):
+            raise ValueError(f"unknown encoding {encoding!r}: expected 'csd' or 'binary'")
+        self.encoding = encoding
+        super().__init__({
+            "load": In(1), "sig": In(8), "zero": In(1), "advance": In(1), "drop": In(1),
+            "valid": Out(1), "tp": Out(4), "neg": Out(1), "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rem = Signal(DIGITS)    # digits not yet popped
+        negm = Signal(DIGITS)   # sign of each digit (1 = negative)
+
+        digits = Signal(DIGITS)
+        negs = Signal(DIGITS)
+        if self.encoding == "csd":
+            n = Signal(10)      # zero-extended so that ~n has ones above bit 7, as in the spec
+            x3 = Signal(10)
+            m.d.comb += [
+                n.eq(self.sig),
+                x3.eq(n + (n << 1)),
+                digits.eq((((x3 & ~n) | (~x3 & n)) >> 1)[:DIGITS]),
+                negs.eq(((~x3 & n) >> 1)[:DIGITS]),
+            ]
+        else:
+            m.d.comb += [digits.eq(self.sig), negs.eq(0)]
+
+        j = msb_index(m, rem, name="term_j")
+        m.d.comb += [
+            self.valid.eq(rem.any()),
+            self.tp.eq(8 - j),
+            self.neg.eq(negm.bit_select(j, 1)),
+        ]
+
+        with m.If(self.load):
+            m.d.sync += [rem.eq(digits), negm.eq(negs)]
+            with m.If(self.zero):
+                m.d.sync += rem.eq(0)
+            with m.Elif(~self.sig[7]):
+                m.d.sync += self.error.eq(1)
+        with m.Elif(self.drop):
+            m.d.sync += rem.eq(0)
+        with m.Elif(self.advance):
+            m.d.sync += rem.eq(rem & ~onehot(m, j, DIGITS, name="term_pop"))
+        return m
+
+
+class TermEncoder(wiring.Component):
+    """``cfg.lanes`` independent term-encoder lanes (spec §2.3).
+
+    Per-lane strobes and flags are packed into ``lanes``-bit vectors (bit ``i`` = lane ``i``);
+    per-lane multi-bit fields are arrays (``sig__0``, ``tp__0``, ... in Verilog).  Timing is that of
+    :class:`TermEncoderLane`.  ``error`` is the OR of the lanes' sticky errors.
+
+    Parameters
+    ----------
+    cfg : golden.fpraker.EncoderConfig
+        ``lanes`` and ``encoding``.
+    """
+
+    def __init__(self, cfg: EncoderConfig = EncoderConfig()):
+        self.cfg = cfg
+        lanes = cfg.lanes
+        super().__init__({
+            "load": In(lanes), "sig": In(8).array(lanes), "zero": In(lanes),
+            "advance": In(lanes), "drop": In(lanes),
+            "valid": Out(lanes), "tp": Out(4).array(lanes), "neg": Out(lanes), "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        errors = []
+        for i in range(self.cfg.lanes):
+            lane = m.submodules[f"lane{i}"] = TermEncoderLane(self.cfg.encoding)
+            m.d.comb += [
+                lane.load.eq(self.load[i]), lane.sig.eq(self.sig[i]), lane.zero.eq(self.zero[i]),
+                lane.advance.eq(self.advance[i]), lane.drop.eq(self.drop[i]),
+                self.valid[i].eq(lane.valid), self.tp[i].eq(lane.tp), self.neg[i].eq(lane.neg),
+            ]
+            errors.append(lane.error)
+        m.d.comb += self.error.eq(Cat(*errors).any())
+        return m
+
+
+__all__ = ["TermEncoderLane", "TermEncoder"]

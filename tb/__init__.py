@@ -1,0 +1,1 @@
+"""cocotb testbenches: each drives a unit's generated Verilog and checks it against golden/."""

@@ -1,0 +1,1 @@
+"""Testbenches of the FPRaker units."""
