@@ -21,7 +21,9 @@ from .tools import require, verilator_env
 
 SIMULATORS = ("icarus", "verilator")
 #: Amaranth's Verilog trips Verilator lint warnings that are harmless (width extension etc.)
-VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE"]
+VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE",
+                  # one output file: avoids a precompiled-header build failure (verilator#5698)
+                  "--output-split", "0"]
 
 
 @dataclass

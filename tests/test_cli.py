@@ -142,7 +142,7 @@ def test_area_report(tmp_path, capsys):
     assert 0 < report["critical_path_ns"] < 5 and report["fmax_mhz"] > 200
     assert report["liberty"].endswith("osu018_stdcells.lib")
     assert "Yosys 0.23" in report["tools"]["yosys"] or report["tools"]["yosys"].startswith("Yosys")
-    assert "abc -liberty" in report["yosys_script"]
+    assert "abc -D 5000 -liberty" in report["yosys_script"]
     md = (tmp_path / "area.md").read_text()
     assert "µm²" in md and "fmax" in md
 
