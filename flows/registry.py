@@ -54,6 +54,17 @@ UNITS = {u.name: u for u in [
     Unit("fpraker.encoder", "FPRaker term encoder: bf16 significands to signed power-of-two terms",
          "golden.fpraker:EncoderConfig", "hdl.fpraker:TermEncoder", "tb.fpraker.encoder",
          "fpraker-paper", test_configs=({"lanes": 3, "encoding": "binary"},)),
+    Unit("gecko.compressor", "Gecko compressor: a row of FP32/bf16 values per cycle to lane words",
+         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoCompressor", "tb.gecko.compressor",
+         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 3, "sign_en": False},
+                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
+    Unit("gecko.decompressor", "Gecko decompressor: lane words + metadata to a row of values per cycle",
+         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoDecompressor", "tb.gecko.decompressor",
+         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 2},
+                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
+    Unit("gecko.loopback", "Gecko compressor feeding a decompressor (end-to-end check)",
+         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoLoopback", "tb.gecko.loopback",
+         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 4},)),
 ]}
 
 

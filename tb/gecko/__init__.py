@@ -1,0 +1,1 @@
+"""Gecko testbenches: compressor, decompressor and loopback against ``golden.gecko``."""

@@ -1,0 +1,260 @@
+"""Testbench of the Gecko compressor (``gecko.compressor``) against ``golden.gecko.compress``.
+
+Every output word row and metadata word is compared with the golden stream of the tensor it
+belongs to; tensors follow each other back to back (the control inputs travel with each row).
+Covers the spec vectors (§8.13), random tensors over man_width/sign_en with input gaps and
+output back-pressure (§8.17), fixed-width mode (§4.7), throughput and the W = 12 fill sequence
+(§8.18) and each sticky error.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge, ReadOnly
+
+from golden.gecko import GeckoConfig, compress
+
+from ..common import config_from_env, effort, reset, rng, start, uint
+from .harness import (
+    Sink, Source, man_widths, pack_row, random_tensor, rows_of, run, spec_rows_ab,
+)
+
+ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
+
+
+def control(man_width: int, sign_en: bool, fixed_width) -> dict:
+    return {"man_width": man_width, "sign_en": int(sign_en),
+            "fixed_en": int(fixed_width is not None), "fixed_w": fixed_width or 0}
+
+
+def tensor_items(bits, cfg: GeckoConfig):
+    """Input items of one tensor: its rows (padded) with ``last`` on the final one."""
+    rows = rows_of(bits, cfg)
+    ctrl = control(cfg.man_width, cfg.sign_en, cfg.fixed_width)
+    return [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
+
+
+def expected(bits, cfg: GeckoConfig):
+    """Golden output rows and metadata words of one tensor, as payload ints with ``last``."""
+    s = compress(bits, cfg)
+    n = s.data.shape[0]
+    data = [pack_row(s.data[q], q == n - 1, cfg) for q in range(n)]
+    meta = [int(w) | (int(q == s.meta.size - 1) << 32) for q, w in enumerate(s.meta)]
+    return data, meta
+
+
+async def compress_tensors(dut, tensors, gap=0.0, p_ready=1.0, p_meta=1.0, rnd=None):
+    """Stream ``(bits, cfg)`` tensors through the unit; check outputs against golden."""
+    ucfg = config_from_env(GeckoConfig)
+    items, want_data, want_meta = [], [], []
+    for bits, cfg in tensors:
+        items += tensor_items(bits, cfg)
+        d, m = expected(bits, cfg)
+        want_data += d
+        want_meta += m
+    src = Source(dut, "i", items, rnd, gap)
+    out = Sink(dut, "o", rnd, p_ready)
+    meta = Sink(dut, "meta", rnd, p_meta)
+    limit = 50 + int(4 * len(items) / min(1 - gap, p_ready, p_meta))
+
+    def done():
+        return src.done and len(out.got) >= len(want_data) and len(meta.got) >= len(want_meta)
+
+    await run(dut, [src], [out, meta], done, limit)
+    dut.o__ready.value = 1
+    dut.meta__ready.value = 1
+    for _ in range(4):                      # nothing more may come out
+        await FallingEdge(dut.clk)
+        assert not uint(dut.o__valid), "unexpected extra output row"
+        assert not uint(dut.meta__valid), "unexpected extra metadata word"
+    for q, (got, want) in enumerate(zip(out.got, want_data)):
+        assert got == want, (f"output row {q}: got {got:#x}, expected {want:#x} "
+                             f"(lanes={ucfg.lanes}, fmt={ucfg.fmt})")
+    assert len(out.got) == len(want_data), f"{len(out.got)} output rows, expected {len(want_data)}"
+    assert meta.got == want_meta, \
+        f"metadata {[hex(v) for v in meta.got]} != {[hex(v) for v in want_meta]}"
+    return src, out, meta
+
+
+async def setup(dut, name: str):
+    cfg = config_from_env(GeckoConfig)
+    r = rng(name)
+    gen = np.random.default_rng(r.getrandbits(64))
+    for p in ("man_width", "sign_en", "fixed_en", "fixed_w"):
+        getattr(dut, p).value = 0
+    dut.i__valid.value = 0
+    dut.o__ready.value = 0
+    dut.meta__ready.value = 0
+    await start(dut)
+    return cfg, r, gen
+
+
+def no_errors(dut):
+    for e in ERRS:
+        assert uint(getattr(dut, e)) == 0, f"{e} set without cause"
+
+
+@cocotb.test()
+async def spec_vector_two_rows(dut):
+    """§8.13: rows A then B, man_width = 2, sign_en = 1 (FP32: the printed words, 0x50000000)."""
+    cfg, r, _ = await setup(dut, "spec_vector_two_rows")
+    vcfg = GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=2, sign_en=True)
+    x = spec_rows_ab(cfg)
+    if cfg.lanes == 8 and cfg.fmt == "fp32":
+        s = compress(x, vcfg)
+        assert [int(v) for v in s.data[0]] == [0x03480000, 0x51380000, 0x63200000, 0x19280000,
+                                               0x70300000, 0x5A140000, 0x09400000, 0x41A00000]
+        assert [int(v) for v in s.meta] == [0x50000000]
+    _, out, _ = await compress_tensors(dut, [(x, vcfg)], rnd=r)
+    if cfg.lanes == 8 and cfg.fmt == "bf16":
+        assert out.got[0] & 0xFFFF == 0x0348
+    no_errors(dut)
+
+
+@cocotb.test()
+async def configured_tensor(dut):
+    """A random tensor at the configuration's own man_width / sign_en / fixed_width."""
+    cfg, r, gen = await setup(dut, "configured_tensor")
+    n = 40 * cfg.lanes + 3
+    x = random_tensor(gen, n, cfg.format, cfg.sign_en)
+    if cfg.fixed_width is not None:        # keep every magnitude inside the fixed width
+        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
+        x = np.where((e == 0) | (np.abs(e - 127) < (1 << cfg.fixed_width)), x, 0).astype(x.dtype)
+    await compress_tensors(dut, [(x, cfg)], gap=0.2, p_ready=0.7, p_meta=0.7, rnd=r)
+    no_errors(dut)
+
+
+@cocotb.test()
+async def random_tensors(dut):
+    """Random tensors over every man_width and sign_en, gaps and back-pressure (§8.17)."""
+    cfg, r, gen = await setup(dut, "random_tensors")
+    target = 10_000 if effort() == "full" else 600
+    tensors, rows = [], 0
+    while rows < target:
+        mw = int(gen.choice(man_widths(cfg)))
+        sign_en = bool(gen.integers(0, 2))
+        n = int(gen.integers(1, 60 * cfg.lanes))
+        tcfg = GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en)
+        tensors.append((random_tensor(gen, n, cfg.format, sign_en), tcfg))
+        rows += -(-n // cfg.lanes)
+    # alternate phases: smooth streaming, then heavy gaps and back-pressure
+    half = len(tensors) // 2
+    await compress_tensors(dut, tensors[:half], gap=0.05, p_ready=0.9, p_meta=0.9, rnd=r)
+    await compress_tensors(dut, tensors[half:], gap=0.4, p_ready=0.5, p_meta=0.6, rnd=r)
+    cocotb.log.info("random_tensors: %d tensors, %d rows", len(tensors), rows)
+    no_errors(dut)
+
+
+@cocotb.test()
+async def narrowest_and_widest_fields(dut):
+    """W = 1 (no sign, w = 0, no mantissa: 32 or 16 rows per word) and W = lane width."""
+    cfg, r, gen = await setup(dut, "narrowest_and_widest_fields")
+    fmt = cfg.format
+    n = 100 * cfg.lanes + 1
+    ones = np.where(gen.random(n) < 0.2, 0, 127 << fmt.man_bits).astype(fmt.dtype)
+    full = random_tensor(gen, 30 * cfg.lanes, fmt, True)
+    full[::cfg.lanes] = (254 << fmt.man_bits) | 1
+    base = dict(lanes=cfg.lanes, fmt=cfg.fmt)
+    await compress_tensors(dut, [(ones, GeckoConfig(**base, man_width=0, sign_en=False)),
+                                 (full, GeckoConfig(**base))], gap=0.1, p_ready=0.6, rnd=r)
+    no_errors(dut)
+
+
+@cocotb.test()
+async def fixed_width_mode(dut):
+    """§4.7: external width, no metadata; widths 0..7 with fitting magnitudes."""
+    cfg, r, gen = await setup(dut, "fixed_width_mode")
+    tensors = []
+    for fw in range(8):
+        n = int(gen.integers(1, 20 * cfg.lanes))
+        x = random_tensor(gen, n, cfg.format, True)
+        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
+        x = np.where((e == 0) | (np.abs(e - 127) < (1 << fw)), x, 0).astype(x.dtype)
+        mw = int(gen.choice(man_widths(cfg)))
+        tensors.append((x, GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, fixed_width=fw)))
+    await compress_tensors(dut, tensors, gap=0.2, p_ready=0.7, rnd=r)
+    no_errors(dut)
+
+
+@cocotb.test()
+async def throughput_and_fill_sequence(dut):
+    """§8.18: one row per cycle while ready; with W = 12 words complete after rows 2, 5, 7, ..."""
+    cfg, r, _ = await setup(dut, "throughput_and_fill_sequence")
+    lw = cfg.lane_width
+    # W = sign + DS + w + man_width = 12 with w = 2 (|E - 127| = 2, value 4.0)
+    mw = 12 - 1 - 1 - 2 if cfg.fmt == "fp32" else 7          # bf16: W = 11
+    W = 1 + 1 + 2 + mw
+    four = 0x40800000 if cfg.fmt == "fp32" else 0x4080
+    n_rows = 40
+    x = np.full(n_rows * cfg.lanes, four, dtype=cfg.format.dtype)
+    tcfg = GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw)
+    src, out, _ = await compress_tensors(dut, [(x, tcfg)], rnd=r)
+    acc = src.accepted_cycles
+    assert acc == list(range(acc[0], acc[0] + n_rows)), f"input stalled: accepted at {acc}"
+    fill, completing = 0, []
+    for row in range(n_rows):
+        fill += W
+        if fill >= lw:
+            completing.append(row)
+            fill -= lw
+    if fill:
+        completing.append(n_rows - 1)                       # the flush of the last row
+    if cfg.fmt == "fp32":
+        assert completing[:3] == [2, 5, 7]
+    lat = [c - acc[row] for c, row in zip(out.cycles, completing)]
+    assert len(out.cycles) == len(completing)
+    assert lat[:-1] == [3] * (len(lat) - 1), f"latencies {lat}"
+    no_errors(dut)
+
+
+async def provoke(dut, bits, ctrl, flag, rnd, cfg, equivalent=None):
+    """Reset, send one tensor that raises ``flag`` and check that exactly that flag is set and
+    stays set.  ``equivalent`` (bits, cfg) is the legal tensor the output must then equal."""
+    await reset(dut)
+    no_errors(dut)
+    rows = rows_of(bits, cfg)
+    items = [(pack_row(row, q == len(rows) - 1, cfg), ctrl) for q, row in enumerate(rows)]
+    src = Source(dut, "i", items, rnd)
+    out = Sink(dut, "o", rnd)
+    meta = Sink(dut, "meta", rnd)
+    await run(dut, [src], [out, meta], lambda: src.done, 100)
+    for _ in range(6):
+        out.drive()
+        meta.drive()
+        await ReadOnly()
+        out.sample(0)
+        meta.sample(0)
+        await FallingEdge(dut.clk)
+    for e in ERRS:
+        assert uint(getattr(dut, e)) == (1 if e == flag else 0), f"{e} wrong after provoking {flag}"
+    if equivalent is not None:
+        want_data, want_meta = expected(*equivalent)
+        assert out.got == want_data and meta.got == want_meta, (
+            f"{flag}: output {[hex(v) for v in out.got]} {[hex(v) for v in meta.got]} differs from "
+            f"golden {[hex(v) for v in want_data]} {[hex(v) for v in want_meta]}")
+    await FallingEdge(dut.clk)
+    assert uint(getattr(dut, flag)) == 1, f"{flag} is not sticky"
+
+
+@cocotb.test()
+async def sticky_errors(dut):
+    """Each sticky error: E = 255 (coded as E = 254, A3), MAG overflow in fixed mode, a sign
+    with sign_en = 0 (dropped), man_width above the mantissa (treated as the full mantissa)."""
+    cfg, r, _ = await setup(dut, "sticky_errors")
+    fmt = cfg.format
+    one = 127 << fmt.man_bits
+    eight = 130 << fmt.man_bits                                 # |E - 127| = 3
+    neg = 1 << (fmt.width - 1)
+    row = np.full(cfg.lanes, one | 5, dtype=fmt.dtype)
+    base = dict(lanes=cfg.lanes, fmt=cfg.fmt)
+
+    def tensor(last):
+        return np.concatenate([row, np.array([last], dtype=fmt.dtype)])
+
+    full = GeckoConfig(**base)
+    await provoke(dut, tensor((255 << fmt.man_bits) | 3), control(fmt.man_bits, True, None),
+                  "err_exp", r, cfg, (tensor((254 << fmt.man_bits) | 3), full))
+    await provoke(dut, tensor(eight), control(3, True, 1), "err_mag", r, cfg)
+    await provoke(dut, tensor(one | neg | 9), control(3, False, None), "err_sign", r, cfg,
+                  (tensor(one | 9), GeckoConfig(**base, man_width=3, sign_en=False)))
+    await provoke(dut, row, control(fmt.man_bits + 1, True, None), "err_cfg", r, cfg,
+                  (row, full))

@@ -1,0 +1,121 @@
+"""Testbench of the compressor → decompressor chain (``gecko.loopback``, spec §8.17).
+
+Tensors go in as rows; what comes out must be ``golden.schrodinger.truncate_mantissa(x,
+man_width)`` bit for bit (the identity at the full mantissa with the sign stored), under random
+input gaps and output back-pressure.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge
+
+from golden.gecko import GeckoConfig
+from golden.schrodinger import truncate_mantissa
+
+from ..common import config_from_env, effort, rng, start, uint
+from .harness import Sink, Source, man_widths, pack_cmd, pack_row, random_tensor, rows_of, run
+
+ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
+
+
+async def loop_tensors(dut, tensors, rnd, gap=0.0, p_ready=1.0):
+    """Send ``(bits, cfg)`` tensors through the chain and compare with truncation."""
+    ucfg = config_from_env(GeckoConfig)
+    rows_in, cmds, want = [], [], []
+    for bits, cfg in tensors:
+        ctrl = {"man_width": cfg.man_width, "sign_en": int(cfg.sign_en),
+                "fixed_en": int(cfg.fixed_width is not None), "fixed_w": cfg.fixed_width or 0}
+        rows = rows_of(bits, cfg)
+        rows_in += [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
+        cmds.append((pack_cmd(rows=len(rows), **ctrl), {}))
+        exp = rows_of(truncate_mantissa(bits, cfg.man_width, cfg.fmt), cfg)
+        want += [pack_row(r, q == len(exp) - 1, cfg) for q, r in enumerate(exp)]
+    srcs = [Source(dut, "i", rows_in, rnd, gap), Source(dut, "cmd", cmds, rnd, gap)]
+    out = Sink(dut, "o", rnd, p_ready)
+    limit = 100 + int(6 * len(want) / min(1 - gap, p_ready))
+    await run(dut, srcs, [out], lambda: len(out.got) >= len(want), limit)
+    dut.o__ready.value = 1
+    for _ in range(3):
+        await FallingEdge(dut.clk)
+        assert not uint(dut.o__valid), "unexpected extra output row"
+    for q, (got, exp) in enumerate(zip(out.got, want)):
+        assert got == exp, (f"row {q}: got {got:#x}, expected {exp:#x} "
+                            f"(lanes={ucfg.lanes}, fmt={ucfg.fmt})")
+    assert len(out.got) == len(want)
+    for e in ERRS:
+        assert uint(getattr(dut, e)) == 0, f"{e} set without cause"
+    return srcs, out
+
+
+async def setup(dut, name: str):
+    cfg = config_from_env(GeckoConfig)
+    r = rng(name)
+    gen = np.random.default_rng(r.getrandbits(64))
+    for p in ("man_width", "sign_en", "fixed_en", "fixed_w", "i__valid", "cmd__valid", "o__ready"):
+        getattr(dut, p).value = 0
+    await start(dut)
+    return cfg, r, gen
+
+
+@cocotb.test()
+async def configured_tensor(dut):
+    """A random tensor at the configuration's own side-band values."""
+    cfg, r, gen = await setup(dut, "configured_tensor")
+    x = random_tensor(gen, 50 * cfg.lanes + 1, cfg.format, cfg.sign_en)
+    if cfg.fixed_width is not None:
+        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
+        x = np.where((e == 0) | (np.abs(e - 127) < (1 << cfg.fixed_width)), x, 0).astype(x.dtype)
+    await loop_tensors(dut, [(x, cfg)], r, gap=0.2, p_ready=0.7)
+
+
+@cocotb.test()
+async def identity_at_full_mantissa(dut):
+    """§8.17: man_width = m with the sign stored is the identity (every exponent code)."""
+    cfg, r, gen = await setup(dut, "identity_at_full_mantissa")
+    fmt = cfg.format
+    # every exponent 0..254 with both signs (zeros and subnormals included), then random values
+    e = np.repeat(np.arange(255, dtype=np.int64), 2)
+    s = np.tile(np.array([0, 1], dtype=np.int64), 255)
+    man = gen.integers(0, 1 << fmt.man_bits, e.size)
+    every = ((s << (fmt.width - 1)) | (e << fmt.man_bits) | man).astype(fmt.dtype)
+    x = np.concatenate([every, random_tensor(gen, 30 * cfg.lanes + 7, fmt, True)])
+    tcfg = GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt)
+    assert np.array_equal(truncate_mantissa(x, tcfg.man_width, cfg.fmt), x)
+    await loop_tensors(dut, [(x, tcfg)], r, gap=0.1, p_ready=0.8)
+
+
+@cocotb.test()
+async def random_roundtrip(dut):
+    """Random tensors over man_width and sign_en under random gaps and back-pressure."""
+    cfg, r, gen = await setup(dut, "random_roundtrip")
+    target = 6_000 if effort() == "full" else 400
+    tensors, rows = [], 0
+    while rows < target:
+        mw = int(gen.choice(man_widths(cfg)))
+        sign_en = bool(gen.integers(0, 2))
+        n = int(gen.integers(1, 50 * cfg.lanes))
+        tensors.append((random_tensor(gen, n, cfg.format, sign_en),
+                        GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en)))
+        rows += -(-n // cfg.lanes)
+    half = len(tensors) // 2
+    await loop_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.95)
+    await loop_tensors(dut, tensors[half:], r, gap=0.3, p_ready=0.4)
+    cocotb.log.info("random_roundtrip: %d tensors, %d rows", len(tensors), rows)
+
+
+@cocotb.test()
+async def narrowest_fields(dut):
+    """W = 1 and W = 2 (a word spans 32 or 16 rows, i.e. several metadata words) and W = 32."""
+    cfg, r, gen = await setup(dut, "narrowest_fields")
+    fmt = cfg.format
+    one = 127 << fmt.man_bits                      # |E - 127| = 0: w = 0
+    n = 200 * cfg.lanes
+    ones = np.full(n, one, dtype=fmt.dtype)
+    ones[gen.random(n) < 0.2] = 0                  # zeros keep w = 0
+    signed = ones | (gen.integers(0, 2, n) << (fmt.width - 1)).astype(fmt.dtype)
+    full = random_tensor(gen, 40 * cfg.lanes, fmt, True)
+    full[::cfg.lanes] = (254 << fmt.man_bits) | 1  # w = 7 in every row: W = lane width
+    base = dict(lanes=cfg.lanes, fmt=cfg.fmt)
+    await loop_tensors(dut, [(ones, GeckoConfig(**base, man_width=0, sign_en=False)),
+                             (signed, GeckoConfig(**base, man_width=0, sign_en=True)),
+                             (full, GeckoConfig(**base))], r, gap=0.1, p_ready=0.6)
