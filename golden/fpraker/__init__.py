@@ -1,5 +1,9 @@
 """FPRaker golden models (spec ``seed-fpraker.md``): term encoding, PE, tile, compression."""
 
 from .encoder import ENCODINGS, EncoderConfig, encode_terms, recode, term_counts
+from .pe import (ACC_ZERO, Acc, CycleTrace, PEConfig, pe_dot, pe_dot_batch, pe_dot_batch_acc,
+                 pe_group, read_out)
 
-__all__ = ["ENCODINGS", "EncoderConfig", "encode_terms", "recode", "term_counts"]
+__all__ = ["ENCODINGS", "EncoderConfig", "encode_terms", "recode", "term_counts",
+           "ACC_ZERO", "Acc", "CycleTrace", "PEConfig", "pe_dot", "pe_dot_batch",
+           "pe_dot_batch_acc", "pe_group", "read_out"]

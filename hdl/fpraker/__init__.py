@@ -1,5 +1,6 @@
 """FPRaker components (spec ``seed-fpraker.md``)."""
 
 from .encoder import TermEncoder, TermEncoderLane
+from .pe import PE, PECore
 
-__all__ = ["TermEncoder", "TermEncoderLane"]
+__all__ = ["TermEncoder", "TermEncoderLane", "PE", "PECore"]

@@ -1,4 +1,5 @@
-"""Building blocks shared by several units: leading-one detection and priority encoding."""
+"""Building blocks shared by several units: leading-one detection and priority encoding here;
+arithmetic trees and shifters in :mod:`.arith`; the FPRaker/baseline accumulator in :mod:`.accumulator`."""
 
 from amaranth.hdl import Const, Signal, unsigned
 from amaranth.utils import ceil_log2

@@ -1,0 +1,197 @@
+"""The extended-precision accumulator shared by the FPRaker PE and the bit-parallel bf16 PE.
+
+Spec ``seed-fpraker.md`` §1.2/§1.3/§3.3 and §11.6: both PEs add their partial sums into the same
+``1.P`` floating-point accumulator (``P = keep_bits``) through an adder on the ``2**(E - F)`` grid
+(``F = frac_bits``) with round-to-odd jamming below it, normalize with round-to-nearest-even every
+step, and read out bfloat16.  Everything here is vectorized over NumPy arrays of independent PEs.
+
+Accumulator state ``(zero, sign, exp, sig)``: when not zero the value is
+``(-1)**sign * sig * 2**(exp - P)`` with ``2**P <= sig < 2**(P+1)``.
+"""
+
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import check_choice, check_int
+
+#: bfloat16 read-out modes: truncation of the kept fraction (the paper's) or RNE
+OUT_ROUNDS = ("trunc", "rne")
+
+
+def min_int_bits(lanes: int, frac_bits: int, keep_bits: int, sum_max: int) -> int:
+    """Integer bits (above the ``frac_bits`` fraction) holding ``acc + sum`` at full scale."""
+    acc_max = ((1 << (keep_bits + 1)) - 1) << (frac_bits - keep_bits)
+    return max(1, (acc_max + sum_max).bit_length() - frac_bits)
+
+
+
+def check_accumulator_fields(cfg) -> None:
+    """Validate ``lanes``, ``keep_bits`` and ``frac_bits`` (shared with the baseline PE)."""
+    check_int(cfg, "lanes", 1, 64)
+    check_int(cfg, "keep_bits", 1, 9)
+    check_int(cfg, "frac_bits", cfg.keep_bits, 20)
+
+
+def check_adder_fields(cfg, need: int) -> None:
+    """Validate ``int_bits`` against the worst-case step (``need``) and ``out_round``."""
+    check_int(cfg, "int_bits", need, 16)
+    check_choice(cfg, "out_round", OUT_ROUNDS)
+
+
+
+class Acc(NamedTuple):
+    """Accumulator state (spec §1.2).
+
+    When ``zero`` is false the value is ``(-1)**sign * sig * 2**(exp - keep_bits)`` with
+    ``2**keep_bits <= sig < 2**(keep_bits + 1)``; a zero accumulator is ``Acc.ZERO``.
+    """
+
+    zero: bool
+    sign: int
+    exp: int
+    sig: int
+
+    def to_fraction(self, keep_bits: int) -> Fraction:
+        """The exact value (for tests and tolerance checks)."""
+        if self.zero:
+            return Fraction(0)
+        return (-1) ** self.sign * Fraction(self.sig) * Fraction(2) ** (self.exp - keep_bits)
+
+
+Acc.ZERO = Acc(True, 0, 0, 0)
+ACC_ZERO = Acc.ZERO
+
+
+
+def decode_bf16(bits):
+    """Split bfloat16 bit patterns into ``(active, sign, unbiased exponent, 8-bit significand)``.
+
+    ``active`` is false for zeros and denormals (exponent field 0, flushed to zero, spec §1.3).
+
+    Raises
+    ------
+    ValueError
+        An exponent field of 255 (Inf/NaN, outside the PE's contract, spec §1.3).
+    """
+    x = np.asarray(bits)
+    if x.dtype.kind not in "ui":
+        raise ValueError(f"bfloat16 operands must be integer bit patterns, got dtype {x.dtype}")
+    x = x.astype(np.int64)
+    if ((x < 0) | (x > 0xFFFF)).any():
+        bad = x[(x < 0) | (x > 0xFFFF)].flat[0]
+        raise ValueError(f"bfloat16 bit pattern {int(bad)} is outside 0..0xFFFF")
+    e = (x >> 7) & 0xFF
+    if (e == 255).any():
+        bad = x[e == 255].flat[0]
+        raise ValueError(f"bfloat16 0x{int(bad):04X} has exponent field 255 (Inf/NaN), "
+                         "which the PE does not accept")
+    return e != 0, (x >> 15) & 1, e - 127, 128 + (x & 0x7F)
+
+
+def bit_length(m):
+    """Bit length of non-negative int64 values below 2**63 (binary search, 6 steps)."""
+    n = np.zeros(m.shape, dtype=np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        hi = (m >> (n + step)) != 0
+        n += np.where(hi, step, 0)
+    return n + (m != 0)
+
+
+def shift_jam(x, s):
+    """``x * 2**-s`` on integers: exact left shift for ``s <= 0``, RTO (jam) for ``s > 0``.
+
+    Round-to-odd is two's-complement floor with the sticky OR-ed into the LSB, which equals
+    sign-magnitude jamming (spec §3.3).  Shifts beyond 62 give the same result as 62 for the
+    operand widths used here.
+    """
+    s = np.asarray(s, dtype=np.int64)
+    sr = np.clip(s, 0, 62)
+    left = x << np.clip(-s, 0, 62)
+    right = (x >> sr) | ((x & ((np.int64(1) << sr) - 1)) != 0)
+    return np.where(s > 0, right, left)
+
+
+def align_acc(zero, sign, exp, sig, E, cfg):
+    """Accumulator as a signed integer on the ``2**(E - F)`` grid (the "acc shift")."""
+    mag = shift_jam(sig, E - exp - (cfg.frac_bits - cfg.keep_bits))
+    return np.where(zero, 0, np.where(sign == 1, -mag, mag))
+
+
+def norm_rne(X, E, cfg):
+    """NORM_RNE of spec §3.3: ``X * 2**(E - F)`` rounded to ``1.P`` → ``(zero, sign, exp, sig)``."""
+    P, F = cfg.keep_bits, cfg.frac_bits
+    zero = X == 0
+    sign = (X < 0).astype(np.int64)
+    m = np.abs(X)
+    n = bit_length(m) - 1
+    exp = E + n - F
+    s = n - P
+    sr = np.clip(s, 0, 62)
+    q = m >> sr
+    rem = m & ((np.int64(1) << sr) - 1)
+    half = np.where(s > 0, np.int64(1) << np.clip(s - 1, 0, 62), 0)
+    up = (s > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    q = np.where(s > 0, q + up, m << np.clip(-s, 0, 62))
+    carry = (q >> (P + 1)) != 0
+    q = np.where(carry, q >> 1, q)
+    exp = exp + carry
+    return zero, np.where(zero, 0, sign), np.where(zero, 0, exp), np.where(zero, 0, q)
+
+
+def read_out_bits(zero, sign, exp, sig, cfg):
+    """bfloat16 bits of accumulators (§1.2 read-out, §1.3 overflow to ±Inf, underflow to ±0)."""
+    P = cfg.keep_bits
+    if P >= 7:
+        drop = P - 7
+        q = sig >> drop
+        if cfg.out_round == "rne" and drop > 0:
+            rem = sig & ((1 << drop) - 1)
+            half = 1 << (drop - 1)
+            q = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    else:
+        q = sig << (7 - P)
+    carry = (q >> 8) != 0
+    q = np.where(carry, q >> 1, q)
+    biased = exp + 127 + carry
+    bits = (sign << 15) | (np.clip(biased, 0, 255) << 7) | (q & 0x7F)
+    bits = np.where(biased >= 255, (sign << 15) | 0x7F80, bits)
+    bits = np.where(biased <= 0, sign << 15, bits)
+    return np.where(zero, 0, bits).astype(np.uint16)
+
+
+def acc_arrays(acc, n):
+    acc = Acc(*acc)
+    return (np.full(n, bool(acc.zero)), np.full(n, int(acc.sign), dtype=np.int64),
+            np.full(n, int(acc.exp), dtype=np.int64), np.full(n, int(acc.sig), dtype=np.int64))
+
+
+def read_out(acc, cfg) -> int:
+    """Convert an accumulator to bfloat16 bits (spec §1.2/§1.3).
+
+    ``cfg.out_round`` selects truncation of the kept fraction to 7 bits (the paper's
+    "extracting only 7b") or RNE; a biased exponent >= 255 gives ±Inf, <= 0 gives ±0.
+    """
+    return int(read_out_bits(*acc_arrays(acc, 1), cfg)[0])
+
+
+def group_operands(A, B, lanes):
+    """Validate and pad operand arrays to shape (n, groups * lanes)."""
+    A = np.asarray(A)
+    B = np.asarray(B)
+    if A.shape != B.shape:
+        raise ValueError(f"A and B must have the same shape, got {A.shape} and {B.shape}")
+    if A.ndim != 2:
+        raise ValueError(f"A and B must be 2-D (n, K) arrays of bf16 bits, got shape {A.shape}")
+    K = A.shape[1]
+    pad = (-K) % lanes if K else lanes
+    if pad:
+        A = np.pad(A, ((0, 0), (0, pad)))
+        B = np.pad(B, ((0, 0), (0, pad)))
+    return A, B
+
+
+__all__ = ["OUT_ROUNDS", "min_int_bits", "check_accumulator_fields", "check_adder_fields", "Acc",
+           "ACC_ZERO", "decode_bf16", "bit_length", "shift_jam", "align_acc", "norm_rne",
+           "read_out_bits", "acc_arrays", "read_out", "group_operands"]

@@ -1,0 +1,451 @@
+"""FPRaker processing element: 8 term-serial bfloat16 MAC lanes into one accumulator.
+
+Spec ``seed-fpraker.md`` §1.2, §1.3 and §3.  For each group of ``lanes`` (A, B) pairs the PE
+computes ``acc += sum_i A_i * B_i`` over one or more cycles.  A significands are recoded into
+signed powers of two (terms, :mod:`golden.fpraker.encoder`) that the lanes take one per cycle,
+most significant first; B significands are used whole (8 bits, hidden bit included).
+
+Accumulator (§1.2 [P]/[C])
+--------------------------
+``(zero, sign, exp, sig)``; when not zero the value is ``(-1)**sign * sig * 2**(exp - P)`` with
+``2**P <= sig < 2**(P+1)`` (``P = keep_bits``, the paper's 1.9 format by default).  Every cycle
+the partial sum and the accumulator are aligned to the grid ``2**(E - F)`` (``F = frac_bits``,
+the 3 extra G/R/S bits being the jam position), added exactly in ``F + int_bits + 1`` bits and
+normalized back to ``1.P`` with round-to-nearest-even.
+
+Per-cycle semantics (§3.3, implemented verbatim by :func:`_step`)
+---------------------------------------------------------------
+``elig`` are the lanes with a term, not done and allowed by the eligible mask::
+
+    E     = max(ABe_i - t_i over elig, eacc if acc is not zero)        # step E [C]
+    k_i   = E - ABe_i + t_i
+    OB-a  : lanes with k_i > kmax are done (their remaining terms dropped)
+    base  = min k_i over the rest; proc = {k_i - base <= dmax}; the others stall
+    T     = sum_proc sigma_i * (SigB_i << (dmax - (k_i - base)))
+    X     = jam(T, grid 2**(E-F)) + jam(acc, grid 2**(E-F))            # RTO = sticky LSB
+    acc   = NORM_RNE(X, E)
+    OB-b  : processed lanes with k_i >= kmax are done
+
+A group takes at least one cycle; it is complete at the start of a cycle when every lane is
+exhausted or done.
+
+Choices beyond the spec
+-----------------------
+* ``dmax`` may equal ``frac_bits``: with the defaults, ``dmax = 12`` is the paper's Fig. 3 PE
+  whose per-lane shifters cover the whole 12-bit fraction (spec §3.1); only ``dmax > frac_bits``
+  is rejected.
+* ``int_bits`` must hold the worst case of one step (all lanes at ``k = 0`` with ``SigB = 255`` on
+  a full accumulator); :func:`required_int_bits` computes it (5 for the defaults, spec TV7).
+* ``kmax`` up to 1023: any value above the largest reachable ``k`` (< 800 for bfloat16 inputs)
+  disables out-of-bounds skipping.
+* The golden model keeps exponents as unbounded integers; the RTL's 10-bit signed exponent
+  holds every exponent reachable by dot products shorter than ``2**250`` terms.
+* ``eligible`` (per-cycle lane masks, spec §11) models neighbour stalls in a tile: a lane
+  outside the mask neither presents its term nor is checked for OB-a that cycle.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import check_choice, check_int
+from ..common.accumulator import (ACC_ZERO, OUT_ROUNDS, Acc, acc_arrays, align_acc,
+                                  check_accumulator_fields, check_adder_fields, decode_bf16,
+                                  group_operands, min_int_bits, norm_rne, read_out, read_out_bits,
+                                  shift_jam)
+from .encoder import ENCODINGS, recode
+
+#: largest accepted kmax; above every k reachable with bfloat16 operands (OB disabled)
+KMAX_LIMIT = 1023
+
+
+def required_int_bits(lanes: int, frac_bits: int, keep_bits: int, dmax: int) -> int:
+    """Smallest ``int_bits`` for which the PE's step adder cannot overflow (spec §1.2, TV7).
+
+    The worst step has every lane at ``k = 0`` with ``SigB = 255`` while the accumulator is at
+    its largest significand aligned to the same exponent.
+    """
+    tree = (lanes * 255) << dmax
+    sh = frac_bits - 7 - dmax
+    tg = tree << sh if sh >= 0 else (tree >> -sh) + 1
+    return min_int_bits(lanes, frac_bits, keep_bits, tg)
+
+
+@dataclass(frozen=True)
+class PEConfig:
+    """Configuration of the FPRaker PE (spec §9.1); defaults are the paper's Fig. 4 PE."""
+
+    #: MAC lanes per PE: (A, B) pairs per group (paper: 8)
+    lanes: int = 8
+    #: F, datapath fraction bits below the accumulator's hidden bit (paper: 12 = 9 + G/R/S)
+    frac_bits: int = 12
+    #: P, fraction bits kept after each step's RNE, 1..9 (paper: 9, the 1.9 accumulator)
+    keep_bits: int = 9
+    #: out-of-bounds threshold on k (paper: "emax-12"); up to 1023, large values disable OB
+    kmax: int = 12
+    #: largest k difference processed in one cycle, 0..frac_bits (Fig. 4: 3; Fig. 3: 12)
+    dmax: int = 3
+    #: integer bits of the step adder above the hidden bit (spec [C]: 5; paper's 4 overflows)
+    int_bits: int = 5
+    #: term encoding of the A significands: "csd" (canonical, the paper's) or "binary" (Fig. 5)
+    encoding: str = "csd"
+    #: bfloat16 read-out: "trunc" (paper: "extracting only 7b") or "rne"
+    out_round: str = "trunc"
+
+    def __post_init__(self):
+        check_accumulator_fields(self)
+        check_int(self, "kmax", 0, KMAX_LIMIT)
+        check_int(self, "dmax", 0, self.frac_bits)
+        check_choice(self, "encoding", ENCODINGS)
+        need = required_int_bits(self.lanes, self.frac_bits, self.keep_bits, self.dmax)
+        check_adder_fields(self, need)
+
+
+class CycleTrace(NamedTuple):
+    """What the PE did in one cycle of a group (spec §11, ``pe_cycle`` trace fields).
+
+    ``E`` is ``None`` when no lane was eligible and the accumulator was zero; ``k``/``tp`` hold
+    ``None`` for lanes that presented no eligible term; ``base`` is ``None`` when no lane ran.
+    """
+
+    #: alignment exponent of the step (step E)
+    E: int | None
+    #: per lane: k = E - ABe + t of the presented eligible term, else None
+    k: tuple
+    #: per lane: t + 1 of the presented term (encoder's tp), or None if the lane had no term
+    tp: tuple
+    #: per lane: the lane was eligible this cycle
+    eligible: tuple
+    #: min k over the lanes that ran (None if none ran)
+    base: int | None
+    #: lanes whose term was added this cycle (consumed)
+    processed: tuple
+    #: lanes dropped before processing (OB-a: k > kmax at presentation)
+    dropped_a: tuple
+    #: lanes done after processing their term (OB-b: k >= kmax)
+    dropped_b: tuple
+    #: per lane: done flag after the cycle
+    done: tuple
+    #: exact adder-tree sum (grid 2**(E - F + sh))
+    T: int
+    #: tree sum jammed to the 2**(E - F) grid
+    Tg: int
+    #: accumulator aligned to the 2**(E - F) grid
+    Ag: int
+    #: step sum Ag + Tg
+    X: int
+    #: accumulator after the cycle
+    acc: Acc
+
+    @property
+    def dropped(self) -> tuple:
+        """All lanes marked done this cycle (OB-a and OB-b)."""
+        return tuple(sorted(self.dropped_a + self.dropped_b))
+
+
+# ----------------------------------------------------------------------------------------------
+# term tables
+
+#: per significand 0..255: recoded digit masks (rem, negm) of spec §2.3; zero for non-significands
+_RECODE = {
+    enc: np.array([recode(s, enc) if s >= 128 else (0, 0) for s in range(256)], dtype=np.int64)
+    for enc in ENCODINGS
+}
+#: msb index of a 9-bit digit mask (0 for 0; callers mask by rem != 0)
+_MSB9 = np.array([max(0, int(r).bit_length() - 1) for r in range(512)], dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# the per-cycle kernel, vectorized over independent PEs (rows)
+
+class _Lanes:
+    """Per-lane state of one group for ``n`` independent PEs (arrays of shape (n, lanes))."""
+
+    __slots__ = ("abe", "sigb", "ps", "rem", "negm", "done")
+
+    def __init__(self, a, b, cfg):
+        act_a, sa, ea, ma = decode_bf16(a)
+        act_b, sb, eb, mb = decode_bf16(b)
+        self.abe = ea + eb
+        self.sigb = mb
+        self.ps = sa ^ sb
+        rec = _RECODE[cfg.encoding][np.where(act_a, ma, 0)]
+        # a zero B marks the lane done from the start (spec §1.3); a zero A has no terms
+        self.rem = np.where(act_b, rec[..., 0], 0)
+        self.negm = rec[..., 1]
+        self.done = ~act_b
+
+    def take(self, keep):
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name)[keep])
+
+    def complete(self):
+        return ((self.rem == 0) | self.done).all(axis=1)
+
+
+def _step(ln, acc, cfg, mask=None):
+    """One PE cycle (spec §3.3) for every row; updates ``ln`` in place, returns the details."""
+    zero, sign, exp, sig = acc
+    F, dmax, kmax = cfg.frac_bits, cfg.dmax, cfg.kmax
+    j = _MSB9[ln.rem]
+    t = 7 - j
+    ts = (ln.negm >> j) & 1
+    elig = (ln.rem != 0) & ~ln.done
+    if mask is not None:
+        elig &= mask
+    w = ln.abe - t                                     # weight exponent of the presented term
+    E = np.where(elig, w, np.iinfo(np.int64).min).max(axis=1)
+    E = np.where(zero, E, np.maximum(E, exp))
+    has_E = elig.any(axis=1) | ~zero
+    E = np.where(has_E, E, 0)
+    k = E[:, None] - w
+    ob_a = elig & (k > kmax)
+    run = elig & ~ob_a
+    any_run = run.any(axis=1)
+    base = np.where(any_run, np.where(run, k, np.iinfo(np.int64).max).min(axis=1), 0)
+    d = k - base[:, None]
+    proc = run & (d <= dmax)
+    v = np.where(proc, ln.sigb << np.clip(dmax - d, 0, dmax), 0)
+    T = np.where((ln.ps ^ ts) == 1, -v, v).sum(axis=1)
+    Tg = shift_jam(T, base - (F - 7 - dmax))
+    Ag = align_acc(zero, sign, exp, sig, E, cfg)
+    X = Ag + Tg
+    new_acc = norm_rne(X, E, cfg)
+    ob_b = proc & (k >= kmax)
+    ln.rem = np.where(proc, ln.rem & ~(np.int64(1) << j), ln.rem)
+    ln.done = ln.done | ob_a | ob_b
+    ln.rem = np.where(ln.done, 0, ln.rem)              # drop: the encoder discards the rest
+    return new_acc, dict(E=E, has_E=has_E, k=k, t=t, elig=elig, base=base, any_run=any_run,
+                         proc=proc, ob_a=ob_a, ob_b=ob_b, T=T, Tg=Tg, Ag=Ag, X=X)
+
+
+def _run_group(ln, acc, cfg):
+    """Run one group on every row to completion; returns (acc arrays, cycles per row).
+
+    Rows drop out of the working set as they complete, so the cost is proportional to the
+    total number of cycles, not to the slowest row times the row count.
+    """
+    n = ln.rem.shape[0]
+    out = [a.copy() for a in acc]
+    cycles = np.zeros(n, dtype=np.int64)
+    idx = np.arange(n)
+    cur = acc
+    while idx.size:
+        cur, _ = _step(ln, cur, cfg)
+        cycles[idx] += 1
+        fin = ln.complete()
+        if fin.any():
+            rows = idx[fin]
+            for o, c in zip(out, cur):
+                o[rows] = c[fin]
+            keep = ~fin
+            idx = idx[keep]
+            ln.take(keep)
+            cur = tuple(c[keep] for c in cur)
+    return tuple(out), cycles
+
+
+# ----------------------------------------------------------------------------------------------
+# public API
+
+def _mask_row(m, lanes):
+    if isinstance(m, (int, np.integer)) and not isinstance(m, bool):
+        if not 0 <= int(m) < (1 << lanes):
+            raise ValueError(f"eligible mask {m!r} does not fit {lanes} lanes")
+        return np.array([[(int(m) >> i) & 1 == 1 for i in range(lanes)]])
+    row = [bool(x) for x in m]
+    if len(row) != lanes:
+        raise ValueError(f"eligible mask {m!r} must have {lanes} entries")
+    return np.array([row])
+
+
+def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
+    """Run one group of up to ``cfg.lanes`` (A, B) pairs through the PE (spec §3.3).
+
+    Latency: ``cycles`` clock cycles, at least 1; one accumulation step per cycle.
+
+    Parameters
+    ----------
+    acc : Acc
+        Accumulator before the group (``Acc.ZERO`` to start a dot product).
+    a, b : sequence of int
+        bfloat16 bit patterns, at most ``cfg.lanes`` each, same length; shorter groups are padded
+        with zeros (inactive lanes).
+    cfg : PEConfig
+    eligible : sequence, optional
+        Per cycle, the lanes allowed to take their presented term: an int bit mask (bit i =
+        lane i) or a sequence of ``lanes`` bools.  Cycles past the end of the sequence have every
+        lane eligible.  Models the tile's neighbour stalls (spec §5.3, TV20).
+
+    Returns
+    -------
+    acc : Acc
+        Accumulator after the group.
+    cycles : int
+    trace : list of CycleTrace
+        One entry per cycle.
+    """
+    a = list(a)
+    b = list(b)
+    if len(a) != len(b) or len(a) > cfg.lanes:
+        raise ValueError(f"a and b need equal lengths of at most {cfg.lanes}, "
+                         f"got {len(a)} and {len(b)}")
+    A, B = group_operands([a + [0] * (cfg.lanes - len(a))],
+                           [b + [0] * (cfg.lanes - len(b))], cfg.lanes)
+    ln = _Lanes(A, B, cfg)
+    cur = acc_arrays(acc, 1)
+    eligible = list(eligible) if eligible is not None else []
+    trace = []
+    while True:
+        c = len(trace)
+        mask = _mask_row(eligible[c], cfg.lanes) if c < len(eligible) else None
+        cur, d = _step(ln, cur, cfg, mask)
+        new = Acc(bool(cur[0][0]), int(cur[1][0]), int(cur[2][0]), int(cur[3][0]))
+        el = d["elig"][0]
+        trace.append(CycleTrace(
+            E=int(d["E"][0]) if d["has_E"][0] else None,
+            k=tuple(int(d["k"][0, i]) if el[i] else None for i in range(cfg.lanes)),
+            tp=tuple(int(d["t"][0, i]) + 1 if (el[i] or d["ob_a"][0, i]) else None
+                     for i in range(cfg.lanes)),
+            eligible=tuple(bool(x) for x in el),
+            base=int(d["base"][0]) if d["any_run"][0] else None,
+            processed=tuple(int(i) for i in np.flatnonzero(d["proc"][0])),
+            dropped_a=tuple(int(i) for i in np.flatnonzero(d["ob_a"][0])),
+            dropped_b=tuple(int(i) for i in np.flatnonzero(d["ob_b"][0])),
+            done=tuple(bool(x) for x in ln.done[0]),
+            T=int(d["T"][0]), Tg=int(d["Tg"][0]), Ag=int(d["Ag"][0]), X=int(d["X"][0]),
+            acc=new))
+        if ln.complete()[0]:
+            return new, len(trace), trace
+
+
+def _dot(A, B, cfg, acc):
+    """Accumulator arrays and cycles per (row, group) of the row-wise dot products."""
+    A, B = group_operands(A, B, cfg.lanes)
+    n, K = A.shape
+    acc_arr = acc_arrays(acc if acc is not None else Acc.ZERO, n)
+    cycles = np.zeros((n, K // cfg.lanes), dtype=np.int64)
+    for g in range(0, K, cfg.lanes):
+        ln = _Lanes(A[:, g:g + cfg.lanes], B[:, g:g + cfg.lanes], cfg)
+        acc_arr, cycles[:, g // cfg.lanes] = _run_group(ln, acc_arr, cfg)
+    return acc_arr, cycles
+
+
+def pe_dot_batch(A, B, cfg: PEConfig = PEConfig(), acc=None):
+    """Dot products of the rows of ``A`` and ``B`` on independent PEs, vectorized over rows.
+
+    Each row is split into groups of ``cfg.lanes`` consecutive pairs (the last one zero-padded)
+    and accumulated from zero (or ``acc``) group after group; the result is read out to bfloat16.
+    Throughput of the model: about 3 million MAC/s on one core for n >= 1e5 (``flows/bench.py``).
+
+    Parameters
+    ----------
+    A, B : array_like of int, shape (n, K)
+        bfloat16 bit patterns.
+    cfg : PEConfig
+    acc : Acc, optional
+        Starting accumulator of every row (default zero).
+
+    Returns
+    -------
+    out : ndarray of uint16, shape (n,)
+        bfloat16 results.
+    cycles : ndarray of int64, shape (n,)
+        Total PE cycles per row (sum over groups; at least one per group).
+    """
+    acc_arr, cycles = _dot(A, B, cfg, acc)
+    return read_out_bits(*acc_arr, cfg), cycles.sum(axis=1)
+
+
+def pe_dot_batch_acc(A, B, cfg: PEConfig = PEConfig(), acc=None):
+    """Like :func:`pe_dot_batch` but returns the accumulators and the cycles of every group.
+
+    Returns
+    -------
+    accs : list of Acc
+        Final accumulator of each row.
+    group_cycles : ndarray of int64, shape (n, groups)
+        Cycles of each group of ``cfg.lanes`` pairs (row sums are :func:`pe_dot_batch`'s).
+    """
+    acc_arr, cycles = _dot(A, B, cfg, acc)
+    return [Acc(bool(z), int(s), int(e), int(m)) for z, s, e, m in zip(*acc_arr)], cycles
+
+
+def pe_dot(a, b, cfg: PEConfig = PEConfig()):
+    """One dot product on one PE: the batch model with a single row.
+
+    Returns
+    -------
+    bits : int
+        bfloat16 result.
+    cycles : int
+        PE cycles (sum over the groups of ``cfg.lanes`` pairs).
+    """
+    out, cycles = pe_dot_batch(np.asarray([list(a)], dtype=np.int64).reshape(1, -1),
+                               np.asarray([list(b)], dtype=np.int64).reshape(1, -1), cfg)
+    return int(out[0]), int(cycles[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# operand generators for tests, testbenches and benchmarks
+
+DATA_KINDS = ("normal", "relu", "narrow", "wide", "cancel", "uniform")
+
+
+def random_operands(rng: np.random.Generator, n: int, K: int, kind: str = "mix"):
+    """Random bfloat16 operand rows ``(A, B)``, uint16 arrays of shape (n, K).
+
+    Kinds: ``"normal"`` N(0,1) both; ``"relu"`` A = max(0, N(0,1)) (about half zeros);
+    ``"narrow"`` N(0,1) with 3-bit mantissas (zero suffixes, few terms, spec §1.1); ``"wide"``
+    random exponents 127 +- 40 (wide spreads inside a group, many OB terms); ``"cancel"`` every
+    odd lane repeats the even lane's product with the sign flipped and, half of the time, the
+    last B mantissa bit toggled (catastrophic cancellation: the accumulator exponent falls); ``"uniform"`` random
+    bit patterns over every exponent field 0..254 (read-out overflow/underflow, denormal flush);
+    ``"mix"`` picks one kind per row.  Conversion from float is RNE via FP32.
+    """
+    from ..common import float_to_bf16
+    if kind == "mix":
+        kinds = rng.integers(0, len(DATA_KINDS), size=n)
+        A = np.zeros((n, K), dtype=np.uint16)
+        B = np.zeros((n, K), dtype=np.uint16)
+        for i, kd in enumerate(DATA_KINDS):
+            rows = np.flatnonzero(kinds == i)
+            if rows.size:
+                A[rows], B[rows] = random_operands(rng, rows.size, K, kd)
+        return A, B
+    if kind not in DATA_KINDS:
+        raise ValueError(f"unknown operand kind {kind!r}: expected 'mix' or one of {DATA_KINDS}")
+
+    def normal():
+        return float_to_bf16(rng.standard_normal((n, K)).astype(np.float32)).astype(np.uint16)
+
+    if kind == "normal":
+        return normal(), normal()
+    if kind == "relu":
+        a = normal()
+        return np.where(a >> 15 == 1, 0, a).astype(np.uint16), normal()
+    if kind == "narrow":
+        return (normal() & 0xFFF0), (normal() & 0xFFF0)
+    if kind == "wide":
+        def wide():
+            e = rng.integers(87, 168, size=(n, K))
+            return ((rng.integers(0, 2, size=(n, K)) << 15) | (e << 7)
+                    | rng.integers(0, 128, size=(n, K))).astype(np.uint16)
+        return wide(), wide()
+    if kind == "cancel":
+        a, b = normal(), normal()
+        a[:, 1::2] = a[:, 0::2][:, :a[:, 1::2].shape[1]]
+        b[:, 1::2] = (b[:, 0::2][:, :b[:, 1::2].shape[1]] ^ 0x8000) ^ rng.integers(
+            0, 2, size=b[:, 1::2].shape)
+        return a, b.astype(np.uint16)
+
+    def uniform():
+        x = rng.integers(0, 1 << 16, size=(n, K))
+        return np.where(((x >> 7) & 0xFF) == 255, x & ~0x4000, x).astype(np.uint16)
+    return uniform(), uniform()
+
+
+__all__ = ["PEConfig", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT",
+           "required_int_bits", "decode_bf16", "pe_group", "pe_dot", "pe_dot_batch",
+           "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands"]
