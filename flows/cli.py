@@ -5,6 +5,7 @@ environment error.  Errors are one line; set ``TRAINFAB_DEBUG=1`` for a tracebac
 """
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -102,6 +103,34 @@ def cmd_report(args) -> int:
     return report(liberty=args.liberty, clock_ns=args.clock_ns)
 
 
+def cmd_tensor_stats(args) -> int:
+    from . import BUILD
+    from .tensors import gecko_stats, stats_markdown
+
+    def progress(name, done, total):
+        print(f"\r{name}: {done}/{total} values", end="", file=sys.stderr, flush=True)
+
+    stats = gecko_stats(args.file, man_width=args.man_width, sign_en=not args.no_sign,
+                        lanes=args.lanes, progress=progress if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    out = Path(args.output) if args.output else BUILD / "tensor-stats"
+    out.mkdir(parents=True, exist_ok=True)
+    stem = Path(args.file).stem
+    text = stats_markdown(stats)
+    (out / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(text)
+    print(text)
+    print(f"written: {out / (stem + '.md')}, {out / (stem + '.json')}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(["--quick"] if args.quick else [])
+
+
 def cmd_demo(args) -> int:
     from .report import demo
 
@@ -146,6 +175,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--liberty", default="osu018")
     s.add_argument("--clock-ns", type=float, default=10.0)
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("tensor-stats", help="Gecko/mantissa-truncation footprint of a tensor file "
+                       "(.npy, .npz, .safetensors)")
+    s.add_argument("file")
+    s.add_argument("--man-width", type=int, default=None,
+                   help="mantissa bits kept (default: the format's full mantissa)")
+    s.add_argument("--no-sign", action="store_true", help="sign_en=false (non-negative tensors)")
+    s.add_argument("--lanes", type=int, default=8)
+    s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/tensor-stats)")
+    s.set_defaults(func=cmd_tensor_stats)
+
+    s = sub.add_parser("bench", help="speed of the golden models and cycle statistics")
+    s.add_argument("--quick", action="store_true", help="smaller sizes")
+    s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
     s.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")

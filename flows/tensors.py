@@ -1,0 +1,292 @@
+"""Tensor files for statistics: ``.npy``, ``.npz`` and ``.safetensors``, read in bounded chunks.
+
+No deep-learning framework is needed: ``.npy`` files are memory-mapped, ``.npz`` members are
+streamed out of the zip archive, and ``.safetensors`` files are parsed directly (an 8-byte
+little-endian header length, a JSON header of ``{name: {dtype, shape, data_offsets}}``, then the
+raw little-endian data) and memory-mapped.
+
+Values come out as bit patterns: float32 and uint32 tensors as FP32 (``uint32``), safetensors
+``BF16`` tensors and ``uint16`` arrays as bfloat16 (``uint16``), float16 and float64 tensors
+converted to FP32 (float16 exactly, float64 with NumPy's round to nearest even).
+"""
+
+import functools
+import json
+import operator
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from . import FlowError
+
+#: values per chunk: bounded memory whatever the tensor size (a multiple of 80 = 8 lanes × 10
+#: rows per metadata word, so chunk boundaries never split a row or a metadata word)
+CHUNK = 80 * 65536
+
+_SAFETENSORS_DTYPES = {"F32": ("<f4", "fp32"), "BF16": ("<u2", "bf16"), "F16": ("<f2", "fp32"),
+                       "F64": ("<f8", "fp32")}
+
+
+@dataclass
+class Tensor:
+    """One tensor of a file: its name, element count, format and a chunk reader."""
+
+    name: str
+    shape: tuple
+    fmt: str  # "fp32" or "bf16": the bit patterns ``chunks`` yields
+    source_dtype: str
+    chunks: Callable[[], Iterator[np.ndarray]]
+
+    @property
+    def count(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def _as_bits(arr: np.ndarray, fmt: str) -> np.ndarray:
+    arr = np.asarray(arr).reshape(-1)
+    if fmt == "bf16":
+        return arr.view(np.uint16) if arr.dtype.itemsize == 2 else arr.astype(np.uint16)
+    if arr.dtype == np.float32:
+        return arr.view(np.uint32)
+    if arr.dtype == np.uint32:
+        return arr
+    return arr.astype(np.float32).view(np.uint32)
+
+
+def _numpy_fmt(dtype: np.dtype, where: str) -> str:
+    if dtype in (np.float32, np.uint32, np.float16, np.float64):
+        return "fp32"
+    if dtype == np.uint16:
+        return "bf16"
+    raise FlowError(f"{where}: dtype {dtype} is not a float tensor (float16/32/64, or uint32 FP32 / "
+                    "uint16 bf16 bit patterns)")
+
+
+def _chunked(array) -> Callable[[], Iterator[np.ndarray]]:
+    def gen():
+        flat = array.reshape(-1)
+        for start in range(0, flat.size, CHUNK):
+            yield np.ascontiguousarray(flat[start:start + CHUNK])
+    return gen
+
+
+def _npy(path: Path) -> list[Tensor]:
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as e:
+        raise FlowError(f"{path}: not a readable .npy file ({e})") from None
+    fmt = _numpy_fmt(arr.dtype, str(path))
+    return [Tensor(path.stem, arr.shape, fmt, str(arr.dtype),
+                   lambda: (_as_bits(c, fmt) for c in _chunked(arr)()))]
+
+
+def _npy_header(f):
+    """``(shape, fortran_order, dtype)`` of an open ``.npy`` stream, leaving it at the data."""
+    major, _ = np.lib.format.read_magic(f)
+    read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+    return read(f)
+
+
+def _npz(path: Path) -> list[Tensor]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise FlowError(f"{path}: not a readable .npz file ({e})") from None
+    tensors = []
+    for member in archive.namelist():
+        if not member.endswith(".npy"):
+            continue
+        with archive.open(member) as f:
+            shape, fortran, dtype = _npy_header(f)
+        if dtype.hasobject:
+            raise FlowError(f"{path}:{member}: object arrays are not tensors")
+        fmt = _numpy_fmt(dtype, f"{path}:{member}")
+
+        def gen(member=member, dtype=dtype, fmt=fmt, count=int(np.prod(shape, dtype=np.int64))):
+            with archive.open(member) as f:
+                _npy_header(f)
+                left = count
+                while left:
+                    n = min(CHUNK, left)
+                    data = f.read(n * dtype.itemsize)
+                    yield _as_bits(np.frombuffer(data, dtype=dtype), fmt)
+                    left -= n
+        tensors.append(Tensor(member[:-4], tuple(shape), fmt, str(dtype), gen))
+    return tensors
+
+
+def _safetensors(path: Path) -> list[Tensor]:
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+    except (OSError, struct.error, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FlowError(f"{path}: not a readable .safetensors file ({e})") from None
+    base = 8 + n
+    tensors = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = info.get("dtype")
+        if dtype not in _SAFETENSORS_DTYPES:
+            raise FlowError(f"{path}: tensor {name!r} has dtype {dtype}; supported: "
+                            f"{', '.join(_SAFETENSORS_DTYPES)}")
+        np_dtype, fmt = _SAFETENSORS_DTYPES[dtype]
+        begin, end = info["data_offsets"]
+        shape = tuple(info["shape"])
+        count = int(np.prod(shape, dtype=np.int64))
+        if end - begin != count * np.dtype(np_dtype).itemsize:
+            raise FlowError(f"{path}: tensor {name!r} offsets do not match its shape {shape}")
+        arr = np.memmap(path, dtype=np_dtype, mode="r", offset=base + begin, shape=(count,)) \
+            if count else np.zeros(0, np_dtype)
+        tensors.append(Tensor(name, shape, fmt, dtype,
+                              lambda arr=arr, fmt=fmt: (_as_bits(c, fmt) for c in _chunked(arr)())))
+    return tensors
+
+
+def read_tensors(path) -> list[Tensor]:
+    """The tensors of a ``.npy``, ``.npz`` or ``.safetensors`` file (data read lazily)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FlowError(f"tensor file {path} not found")
+    readers = {".npy": _npy, ".npz": _npz, ".safetensors": _safetensors}
+    if path.suffix not in readers:
+        raise FlowError(f"{path}: unsupported tensor file type {path.suffix!r}; "
+                        f"expected one of {', '.join(readers)}")
+    return readers[path.suffix](path)
+
+
+def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) -> None:
+    """Write a ``.safetensors`` file (float32 tensors; names in ``bf16`` hold uint16 bf16 bits)."""
+    header, blobs, offset = {}, [], 0
+    for name, arr in tensors.items():
+        arr = np.ascontiguousarray(arr)
+        dtype = "BF16" if name in bf16 else {np.dtype("float32"): "F32",
+                                             np.dtype("float16"): "F16"}[arr.dtype]
+        raw = arr.astype("<u2" if dtype == "BF16" else arr.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for raw in blobs:
+            f.write(raw)
+
+
+
+
+
+# --------------------------------------------------------------------------------------------
+# Gecko footprint statistics of a tensor file
+
+
+def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lanes: int = 8,
+                progress=None) -> dict:
+    """Footprint of every tensor of a file under mantissa truncation and Gecko compression.
+
+    Per tensor and in total: FP32 bits (32 per value), bits after truncating the mantissa to
+    ``man_width`` (sign + 8 exponent bits + ``man_width``), Gecko's exact stored bits (lane
+    words + metadata words, spec §4.5), the paper-style cost (§4.6: per row 3 + lanes·w_lit
+    exponent bits, plus sign and mantissa bits per value), the ratios of each to FP32, and the
+    share of rows per exponent width 0..7 (the paper's Fig. 5b view).  ``man_width=None`` keeps
+    each format's full mantissa (Gecko alone is lossless).  Tensors are streamed in chunks of
+    :data:`CHUNK` values, so memory stays bounded.
+    """
+    import time
+
+    from golden import ConfigError
+    from golden.gecko import GeckoConfig, footprint
+
+    start = time.monotonic()
+    rows_out, total = [], None
+    for tensor in read_tensors(path):
+        try:
+            cfg = GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
+        except ConfigError as e:
+            raise FlowError(f"tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
+        parts = []
+        for k, chunk in enumerate(tensor.chunks()):
+            try:
+                parts.append(footprint(chunk, cfg))
+            except ValueError as e:
+                raise FlowError(f"tensor {tensor.name!r}, chunk {k}: {e}") from None
+            if progress:
+                progress(tensor.name, min((k + 1) * CHUNK, tensor.count), tensor.count)
+        fp = functools.reduce(operator.add, parts) if parts else None
+        row = _stats_row(tensor, cfg, fp)
+        rows_out.append(row)
+        total = row if total is None else _add_rows(total, row)
+    seconds = time.monotonic() - start
+    values = total["values"] if total else 0
+    return {"file": str(path), "man_width": man_width, "sign_en": sign_en, "lanes": lanes,
+            "tensors": rows_out, "total": total, "seconds": round(seconds, 3),
+            "values_per_second": round(values / seconds) if seconds > 0 else None}
+
+
+_ADDITIVE = ("values", "fp32_bits", "truncated_bits", "gecko_bits", "paper_bits", "rows")
+
+
+def _stats_row(tensor: Tensor, cfg, fp) -> dict:
+    n = tensor.count
+    sign = int(cfg.sign_en)
+    hist = [int(h) for h in fp.width_hist] if fp is not None else [0] * 8
+    row = {
+        "name": tensor.name, "shape": list(tensor.shape), "format": tensor.fmt,
+        "source_dtype": tensor.source_dtype, "man_width": cfg.man_width,
+        "values": n,
+        "fp32_bits": 32 * n,
+        "truncated_bits": n * (1 + cfg.format.exp_bits + cfg.man_width),
+        "gecko_bits": fp.total_bits if fp is not None else 0,
+        "paper_bits": (fp.exp_bits_lit + n * (sign + cfg.man_width)) if fp is not None else 0,
+        "rows": fp.rows if fp is not None else 0,
+        "width_rows": hist,
+    }
+    return _with_ratios(row)
+
+
+def _with_ratios(row: dict) -> dict:
+    base = row["fp32_bits"] or 1
+    for key in ("truncated", "gecko", "paper"):
+        row[f"{key}_ratio"] = row[f"{key}_bits"] / base
+    rows = row["rows"] or 1
+    row["width_share"] = [h / rows for h in row["width_rows"]]
+    return row
+
+
+def _add_rows(a: dict, b: dict) -> dict:
+    out = {"name": "total", "shape": [], "format": a["format"] if a["format"] == b["format"]
+           else "mixed", "source_dtype": "", "man_width": a["man_width"]}
+    for key in _ADDITIVE:
+        out[key] = a[key] + b[key]
+    out["width_rows"] = [x + y for x, y in zip(a["width_rows"], b["width_rows"])]
+    return _with_ratios(out)
+
+
+def stats_markdown(s: dict) -> str:
+    head = ("| tensor | values | FP32 bits | truncated | Gecko exact | paper-style | rows with "
+            "exponent width 0..7 (%) |\n|---|---|---|---|---|---|---|")
+    def line(r):
+        shares = " ".join(f"{100 * x:.0f}" for x in r["width_share"])
+        return (f"| {r['name']} | {r['values']} | {r['fp32_bits']} | {r['truncated_bits']} "
+                f"({r['truncated_ratio']:.3f}) | {r['gecko_bits']} ({r['gecko_ratio']:.3f}) | "
+                f"{r['paper_bits']} ({r['paper_ratio']:.3f}) | {shares} |")
+    mw = "full mantissa" if s["man_width"] is None else f"man_width={s['man_width']}"
+    lines = [f"# Gecko footprint of {s['file']} ({mw}, sign_en={s['sign_en']}, "
+             f"{s['lanes']} lanes)", "", "Bits, with the ratio to FP32 in brackets.", "", head]
+    lines += [line(r) for r in s["tensors"]]
+    if s["total"] and len(s["tensors"]) > 1:
+        lines.append(line(s["total"]))
+    rate = s["values_per_second"]
+    lines += ["", f"{s['total']['values'] if s['total'] else 0} values in {s['seconds']} s"
+              + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
+    return "\n".join(lines) + "\n"
+
+__all__ = ["CHUNK", "Tensor", "read_tensors", "write_safetensors", "gecko_stats", "stats_markdown"]
