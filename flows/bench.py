@@ -1,6 +1,6 @@
 """Benchmarks of the golden models: speed of the batch models and cycles per group.
 
-Run ``python -m flows.bench`` (add ``--quick`` for a smaller run).  Numbers are printed as a
+Run ``trainfab bench`` or ``python -m flows.bench`` (add ``--quick`` for a smaller run).  Numbers are printed as a
 Markdown table and returned as a dict by :func:`bench_fpraker_pe`.
 """
 
@@ -62,6 +62,36 @@ def bench_fpraker_pe(n: int = 100_000, K: int = 64, n_cycles: int = 100_000, see
     return result
 
 
+def bench_gecko(n: int = 25_000_000, seed: int = 0) -> dict:
+    """Throughput of ``trainfab tensor-stats`` on a generated FP32 ``.npy`` tensor of ``n`` values.
+
+    The tensor (N(0, 0.02), like trained weights) is written under ``build/bench`` and read back
+    in chunks exactly as the command does; the golden ``compress`` speed is measured on 1 M values.
+    """
+    from golden.gecko import GeckoConfig, compress
+
+    from . import BUILD
+    from .tensors import gecko_stats
+
+    rng = np.random.default_rng(seed)
+    out = BUILD / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"normal_{n}.npy"
+    if not path.exists():
+        np.save(path, (rng.standard_normal(n) * 0.02).astype(np.float32))
+    t0 = time.perf_counter()
+    stats = gecko_stats(path, man_width=7)
+    t1 = time.perf_counter()
+    bits = (rng.standard_normal(1_000_000) * 0.02).astype(np.float32).view(np.uint32)
+    t2 = time.perf_counter()
+    compress(bits, GeckoConfig(man_width=7))
+    t3 = time.perf_counter()
+    return {"values": n, "file_mb": path.stat().st_size / 1e6,
+            "stats_values_per_min": n / (t1 - t0) * 60,
+            "gecko_ratio": stats["total"]["gecko_ratio"],
+            "compress_values_per_s": bits.size / (t3 - t2)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10x smaller runs")
@@ -77,6 +107,12 @@ def main(argv=None) -> int:
     for kind in ("N(0,1)", "50% zeros"):
         row = " | ".join(f"{r['cycles'][(kind, name)]:.3f}" for name, _ in VARIANTS)
         print(f"| {kind} | {row} |")
+    g = bench_gecko(n=25_000_000 // scale, seed=args.seed)
+    print(f"\n| Gecko | value |\n|---|---|\n"
+          f"| tensor-stats on a {g['file_mb']:.0f} MB FP32 .npy ({g['values']:,} values) | "
+          f"{g['stats_values_per_min'] / 1e6:,.0f} million values/min |\n"
+          f"| golden compress() | {g['compress_values_per_s'] / 1e6:.1f} million values/s |\n"
+          f"| Gecko footprint at man_width=7 / FP32 | {g['gecko_ratio']:.3f} |")
     return 0
 
 

@@ -5,11 +5,24 @@ Our numbers come from yosys + OSU 0.18 µm cells; the papers report 65/45/28 nm 
 only *ratios* between units built with the same flow are comparable, never absolute µm².
 """
 
+import importlib
 import json
 from dataclasses import dataclass
 
 from . import BUILD, FlowError, registry
 from .config import load_config
+
+
+@dataclass(frozen=True)
+class Part:
+    """A sub-block of a unit that the papers report separately (synthesized on its own)."""
+
+    #: name in reports, ``unit/part``
+    name: str
+    unit: str
+    #: ``module:Class`` built from the unit's configuration
+    component: str
+    summary: str
 
 
 @dataclass(frozen=True)
@@ -23,70 +36,100 @@ class Comparison:
     source: str
 
 
-#: ratios the papers publish; a row appears once both of its units are registered
-COMPARISONS: list[Comparison] = [
-    Comparison("FPRaker PE / bit-parallel bf16 PE", "fpraker.pe", "baseline.bf16_pe",
-               4752 / 22212, "FPRaker Table III, per PE: 4,752 vs 22,212 µm² at 65 nm"),
+PARTS = [
+    Part("fpraker.pe/core", "fpraker.pe", "hdl.fpraker.pe:PECore",
+         "the PE without its encoder lanes (the paper's per-PE figure excludes encoders)"),
+]
+
+#: ratios the papers publish; a row appears once its units are measured
+COMPARISONS = [
+    Comparison("FPRaker PE without encoders / bit-parallel bf16 PE", "fpraker.pe/core",
+               "baseline.bf16_pe", 4752 / 22212,
+               "FPRaker Table III per PE: 4,752 vs 22,212 µm² (65 nm)"),
+    Comparison("FPRaker PE with its 8 encoder lanes / bit-parallel bf16 PE", "fpraker.pe",
+               "baseline.bf16_pe", (4752 + 12950 / 8) / 22212,
+               "FPRaker Table III: (4,752 + 12,950/8) vs 22,212 µm² (65 nm)"),
     Comparison("Gecko decompressor / compressor", "gecko.decompressor", "gecko.compressor",
-               37133.28 / 31575.60, "Schrödinger's FP Table III: 37,133.28 vs 31,575.60 µm² at 65 nm"),
+               37133.28 / 31575.60,
+               "Schrödinger's FP Table III: 37,133.28 vs 31,575.60 µm² (65 nm, 500 MHz)"),
 ]
 
 #: the papers' own figure for a unit, shown beside ours
 PAPER_FIGURES = {
-    "fpraker.encoder": "≈202 µm² per lane at 65 nm (12,950 µm² for 64 lanes; FPRaker Table III)",
+    "fpraker.encoder": "≈202 µm²/lane at 65 nm (12,950 µm² for 64 lanes, Table III)",
+    "fpraker.pe/core": "4,752 µm² per PE at 65 nm (Table III)",
+    "baseline.bf16_pe": "22,212 µm² per PE at 65 nm (FPRaker Table III)",
+    "gecko.compressor": "31,575.60 µm² at 65 nm, 500 MHz",
+    "gecko.decompressor": "37,133.28 µm² at 65 nm, 500 MHz",
 }
-
-
-def _per_lane(unit_name: str, report: dict) -> str:
-    lanes = report["config"].get("lanes")
-    return f"{report['area_um2'] / lanes:.0f} µm²/lane" if lanes else ""
-
-
-def _area_row(unit, r) -> str:
-    fmax = f"{r['fmax_mhz']:.0f}" if r.get("fmax_mhz") else "n/a"
-    return (f"| {unit.name} | {r['area_um2']:.0f} | {_per_lane(unit.name, r)} | {r['cells']} | "
-            f"{r['flip_flops']} | {r['transistors_estimate']} | {fmax} | "
-            f"{PAPER_FIGURES.get(unit.name, '')} |")
-
 
 AREA_HEADER = ("| unit | area µm² | per lane | cells | flip-flops | transistors (est.) | fmax MHz "
                "| paper |\n|---|---|---|---|---|---|---|---|")
 
 
-def _ratio_rows(areas: dict) -> list[str]:
-    rows = []
-    for c in COMPARISONS:
-        if c.numerator in areas and c.denominator in areas:
-            ours = areas[c.numerator] / areas[c.denominator]
-            rows.append(f"| {c.label} | {ours:.3f} | {c.paper_ratio:.3f} | {c.source} |")
-    return rows
+def _area_row(name: str, r: dict) -> str:
+    lanes = r["config"].get("lanes")
+    per_lane = f"{r['area_um2'] / lanes:.0f}" if lanes else ""
+    fmax = f"{r['fmax_mhz']:.0f}" if r.get("fmax_mhz") else "n/a"
+    return (f"| {name} | {r['area_um2']:.0f} | {per_lane} | {r['cells']} | {r['flip_flops']} | "
+            f"{r['transistors_estimate']} | {fmax} | {PAPER_FIGURES.get(name, '')} |")
 
 
 def _ratio_section(areas: dict) -> str:
-    rows = _ratio_rows(areas)
+    rows = [f"| {c.label} | {areas[c.numerator] / areas[c.denominator]:.3f} | "
+            f"{c.paper_ratio:.3f} | {c.source} |"
+            for c in COMPARISONS if c.numerator in areas and c.denominator in areas]
     if not rows:
         return ""
     return ("\n## Area ratios (same flow) beside the papers'\n\n| comparison | ours | paper | source |"
             "\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
-def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
-    """Area/timing for every unit at its paper preset; writes build/report/report.{md,json}."""
+def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
+    """Area reports of a unit and of its parts, keyed by report name."""
     from .synth import area
 
+    try:
+        results = {unit.name: area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
+                                   outdir=outdir / unit.name)}
+        for part in PARTS:
+            if part.unit == unit.name:
+                module, _, cls = part.component.partition(":")
+                factory = getattr(importlib.import_module(module), cls)
+                results[part.name] = area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
+                                          outdir=outdir / part.name.replace("/", "-"),
+                                          factory=factory)
+    except FlowError as e:
+        raise FlowError(f"{unit.name}: {e}") from None
+    return results
+
+
+def _tables(results: dict, first_column: dict | None = None) -> str:
+    header, rows = AREA_HEADER, []
+    if first_column is not None:
+        header = header.replace("| unit |", "| unit | quick regression |", 1).replace(
+            "|---|", "|---|---|", 1)
+    for name, r in results.items():
+        row = _area_row(name, r)
+        if first_column is not None:
+            row = row.replace(f"| {name} |", f"| {name} | {first_column.get(name, '')} |", 1)
+        rows.append(row)
+    areas = {n: r["area_um2"] for n, r in results.items()}
+    return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
+            + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
+              "papers' 65/45/28 nm figures.\n")
+
+
+def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
+    """Area/timing for every unit at its paper preset; writes build/report/report.{md,json}."""
     out = BUILD / "report"
     out.mkdir(parents=True, exist_ok=True)
     units = list(registry.UNITS.values())
-    results, rows = {}, []
+    results = {}
     for k, unit in enumerate(units, 1):
         print(f"[{k}/{len(units)}] {unit.name}: synthesizing …", flush=True)
-        r = area(unit, load_config(unit), liberty=liberty, clock_ns=clock_ns,
-                 outdir=out / unit.name)
-        results[unit.name] = r
-        rows.append(_area_row(unit, r))
-    areas = {n: r["area_um2"] for n, r in results.items()}
-    text = ("# trainfab report: every unit at its paper configuration\n\n" + AREA_HEADER + "\n"
-            + "\n".join(rows) + "\n" + _ratio_section(areas))
+        results.update(_measure(unit, load_config(unit), out, liberty, clock_ns))
+    text = "# trainfab report: every unit at its paper configuration\n\n" + _tables(results)
     (out / "report.md").write_text(text)
     (out / "report.json").write_text(json.dumps(results, indent=2) + "\n")
     print(text)
@@ -98,12 +141,11 @@ def demo(seed: int = 1, sim: str = "icarus") -> int:
     """Generate, quick-regress and measure every registered unit at its paper configuration."""
     from .generate import generate
     from .simulate import failure_details, run_testbench
-    from .synth import area
 
     out = BUILD / "demo"
     out.mkdir(parents=True, exist_ok=True)
     units = list(registry.UNITS.values())
-    summary, rows, failed = {}, [], 0
+    summary, results, states, failed = {}, {}, {}, 0
     for k, unit in enumerate(units, 1):
         tag = f"[{k}/{len(units)}] {unit.name}"
         cfg = load_config(unit)
@@ -114,23 +156,15 @@ def demo(seed: int = 1, sim: str = "icarus") -> int:
         if not tb.passed:
             failed += 1
             print(failure_details(tb))
-        try:
-            r = area(unit, cfg, outdir=out / "area" / unit.name)
-        except FlowError as e:
-            raise FlowError(f"{unit.name}: {e}") from None
-        print(f"{tag}: {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz", flush=True)
+        measured = _measure(unit, cfg, out / "area", "osu018", 10.0)
+        for name, r in measured.items():
+            print(f"{tag}: {name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz", flush=True)
+        results.update(measured)
+        states[unit.name] = f"{'pass' if tb.passed else 'FAIL'} {tb.tests - tb.failed}/{tb.tests}"
         summary[unit.name] = {"verilog": man["verilog"], "sha256": man["verilog_sha256"],
-                              "regression": tb.summary(), "passed": tb.passed, "area": r}
-        state = "pass" if tb.passed else "FAIL"
-        rows.append(_area_row(unit, r).replace(f"| {unit.name} |",
-                                               f"| {unit.name} | {state} {tb.tests - tb.failed}/{tb.tests} |", 1))
-    areas = {n: s["area"]["area_um2"] for n, s in summary.items()}
-    header = AREA_HEADER.replace("| unit |", "| unit | quick regression |", 1).replace(
-        "|---|", "|---|---|", 1)
-    text = ("# trainfab demo: paper configurations\n\n" + header + "\n" + "\n".join(rows) + "\n"
-            + _ratio_section(areas)
-            + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
-              "papers' 65/45/28 nm figures.\n")
+                              "regression": tb.summary(), "passed": tb.passed,
+                              "area": measured}
+    text = "# trainfab demo: paper configurations\n\n" + _tables(results, states)
     (out / "summary.md").write_text(text)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print()
@@ -139,4 +173,4 @@ def demo(seed: int = 1, sim: str = "icarus") -> int:
     return 1 if failed else 0
 
 
-__all__ = ["Comparison", "COMPARISONS", "PAPER_FIGURES", "report", "demo"]
+__all__ = ["Part", "PARTS", "Comparison", "COMPARISONS", "PAPER_FIGURES", "report", "demo"]

@@ -153,3 +153,17 @@ def test_area_with_explicit_liberty_path(tmp_path, capsys):
                         "-o", str(tmp_path)], capsys)
     assert code == 0, out
     assert json.loads((tmp_path / "area.json").read_text())["area_um2"] > 0
+
+
+def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
+    import flows
+    import flows.bench as bench
+
+    monkeypatch.setattr(flows, "BUILD", tmp_path)
+    real = bench.bench_gecko
+    monkeypatch.setattr(bench, "bench_gecko", lambda n, seed: real(n=8000, seed=seed))
+    code, out, _ = run(["bench", "--quick"], capsys)
+    assert code == 0
+    assert "| fpraker.pe |" in out and "| baseline.bf16_pe |" in out
+    assert "| N(0,1) |" in out and "| 50% zeros |" in out and "million values/min" in out
+    assert (tmp_path / "bench" / "normal_8000.npy").exists()
