@@ -7,13 +7,16 @@ raw little-endian data) and memory-mapped.
 
 Values come out as bit patterns: float32 and uint32 tensors as FP32 (``uint32``), safetensors
 ``BF16`` tensors and ``uint16`` arrays as bfloat16 (``uint16``), float16 and float64 tensors
-converted to FP32 (float16 exactly, float64 with NumPy's round to nearest even).
+converted to FP32 (float16 exactly, float64 with NumPy's round to nearest even).  Big-endian
+arrays are byte-swapped.  Values are taken in their storage order (column-major for
+Fortran-order arrays): the order in which a memory controller streams them, and the order that
+keeps reading memory-bounded.
 """
 
-import functools
 import json
-import operator
+import os
 import struct
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +26,9 @@ import numpy as np
 
 from . import FlowError
 
-#: values per chunk: bounded memory whatever the tensor size (a multiple of 80 = 8 lanes × 10
-#: rows per metadata word, so chunk boundaries never split a row or a metadata word)
-CHUNK = 80 * 65536
+#: rows of ``lanes`` values per chunk: memory stays bounded whatever the tensor size, and since a
+#: chunk is a whole number of rows and of 10-row metadata words, chunk boundaries change nothing
+CHUNK_ROWS = 10 * 65536
 
 _SAFETENSORS_DTYPES = {"F32": ("<f4", "fp32"), "BF16": ("<u2", "bf16"), "F16": ("<f2", "fp32"),
                        "F64": ("<f8", "fp32")}
@@ -33,23 +36,32 @@ _SAFETENSORS_DTYPES = {"F32": ("<f4", "fp32"), "BF16": ("<u2", "bf16"), "F16": (
 
 @dataclass
 class Tensor:
-    """One tensor of a file: its name, element count, format and a chunk reader."""
+    """One tensor of a file: its name, shape, format and a chunk reader.
+
+    ``chunks(size)`` yields the tensor's bit patterns (``fmt``) in storage order, ``size`` values
+    at a time (the last chunk may be shorter).
+    """
 
     name: str
     shape: tuple
     fmt: str  # "fp32" or "bf16": the bit patterns ``chunks`` yields
     source_dtype: str
-    chunks: Callable[[], Iterator[np.ndarray]]
+    chunks: Callable[[int], Iterator[np.ndarray]]
 
     @property
     def count(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
+def _native(dtype: np.dtype) -> np.dtype:
+    return dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
+
+
 def _as_bits(arr: np.ndarray, fmt: str) -> np.ndarray:
     arr = np.asarray(arr).reshape(-1)
+    arr = arr.astype(_native(arr.dtype), copy=False)
     if fmt == "bf16":
-        return arr.view(np.uint16) if arr.dtype.itemsize == 2 else arr.astype(np.uint16)
+        return arr.view(np.uint16)
     if arr.dtype == np.float32:
         return arr.view(np.uint32)
     if arr.dtype == np.uint32:
@@ -58,19 +70,20 @@ def _as_bits(arr: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def _numpy_fmt(dtype: np.dtype, where: str) -> str:
-    if dtype in (np.float32, np.uint32, np.float16, np.float64):
+    native = _native(dtype)
+    if native in (np.float32, np.uint32, np.float16, np.float64):
         return "fp32"
-    if dtype == np.uint16:
+    if native == np.uint16:
         return "bf16"
     raise FlowError(f"{where}: dtype {dtype} is not a float tensor (float16/32/64, or uint32 FP32 / "
                     "uint16 bf16 bit patterns)")
 
 
-def _chunked(array) -> Callable[[], Iterator[np.ndarray]]:
-    def gen():
-        flat = array.reshape(-1)
-        for start in range(0, flat.size, CHUNK):
-            yield np.ascontiguousarray(flat[start:start + CHUNK])
+def _array_chunks(array, fmt: str) -> Callable[[int], Iterator[np.ndarray]]:
+    def gen(size: int):
+        flat = array.ravel(order="K")  # storage order: a view of a memory map, never a copy
+        for start in range(0, flat.size, size):
+            yield _as_bits(np.ascontiguousarray(flat[start:start + size]), fmt)
     return gen
 
 
@@ -80,8 +93,7 @@ def _npy(path: Path) -> list[Tensor]:
     except (ValueError, OSError) as e:
         raise FlowError(f"{path}: not a readable .npy file ({e})") from None
     fmt = _numpy_fmt(arr.dtype, str(path))
-    return [Tensor(path.stem, arr.shape, fmt, str(arr.dtype),
-                   lambda: (_as_bits(c, fmt) for c in _chunked(arr)()))]
+    return [Tensor(path.stem, arr.shape, fmt, str(arr.dtype), _array_chunks(arr, fmt))]
 
 
 def _npy_header(f):
@@ -94,25 +106,32 @@ def _npy_header(f):
 def _npz(path: Path) -> list[Tensor]:
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+        members = [m for m in archive.namelist() if m.endswith(".npy")]
+        headers = {}
+        for member in members:
+            with archive.open(member) as f:
+                headers[member] = _npy_header(f)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
         raise FlowError(f"{path}: not a readable .npz file ({e})") from None
     tensors = []
-    for member in archive.namelist():
-        if not member.endswith(".npy"):
-            continue
-        with archive.open(member) as f:
-            shape, fortran, dtype = _npy_header(f)
+    for member in members:
+        shape, _, dtype = headers[member]
+        where = f"{path}:{member}"
         if dtype.hasobject:
-            raise FlowError(f"{path}:{member}: object arrays are not tensors")
-        fmt = _numpy_fmt(dtype, f"{path}:{member}")
+            raise FlowError(f"{where}: object arrays are not tensors")
+        fmt = _numpy_fmt(dtype, where)
 
-        def gen(member=member, dtype=dtype, fmt=fmt, count=int(np.prod(shape, dtype=np.int64))):
+        def gen(size, member=member, dtype=dtype, fmt=fmt, where=where,
+                count=int(np.prod(shape, dtype=np.int64))):
             with archive.open(member) as f:
                 _npy_header(f)
                 left = count
                 while left:
-                    n = min(CHUNK, left)
+                    n = min(size, left)
                     data = f.read(n * dtype.itemsize)
+                    if len(data) != n * dtype.itemsize:
+                        raise FlowError(f"{where}: truncated: {count - left + len(data) // dtype.itemsize}"
+                                        f" of {count} values present")
                     yield _as_bits(np.frombuffer(data, dtype=dtype), fmt)
                     left -= n
         tensors.append(Tensor(member[:-4], tuple(shape), fmt, str(dtype), gen))
@@ -120,31 +139,46 @@ def _npz(path: Path) -> list[Tensor]:
 
 
 def _safetensors(path: Path) -> list[Tensor]:
+    def bad(why):
+        return FlowError(f"{path}: not a readable .safetensors file ({why})")
+
     try:
+        size = os.path.getsize(path)
         with open(path, "rb") as f:
             (n,) = struct.unpack("<Q", f.read(8))
+            if n > size - 8:
+                raise bad(f"header length {n} exceeds the file")
             header = json.loads(f.read(n))
     except (OSError, struct.error, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FlowError(f"{path}: not a readable .safetensors file ({e})") from None
+        raise bad(e) from None
+    if not isinstance(header, dict):
+        raise bad("the header is not a JSON object")
     base = 8 + n
     tensors = []
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dtype = info.get("dtype")
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+            raise bad(f"tensor {name!r} lacks dtype, shape or data_offsets")
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if dtype not in _SAFETENSORS_DTYPES:
             raise FlowError(f"{path}: tensor {name!r} has dtype {dtype}; supported: "
                             f"{', '.join(_SAFETENSORS_DTYPES)}")
+        if (not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape)
+                or not isinstance(offsets, list) or len(offsets) != 2
+                or not all(isinstance(o, int) for o in offsets)):
+            raise bad(f"tensor {name!r} has a malformed shape or data_offsets")
         np_dtype, fmt = _SAFETENSORS_DTYPES[dtype]
-        begin, end = info["data_offsets"]
-        shape = tuple(info["shape"])
+        begin, end = offsets
+        shape = tuple(shape)
         count = int(np.prod(shape, dtype=np.int64))
-        if end - begin != count * np.dtype(np_dtype).itemsize:
-            raise FlowError(f"{path}: tensor {name!r} offsets do not match its shape {shape}")
+        if end - begin != count * np.dtype(np_dtype).itemsize or begin < 0:
+            raise bad(f"tensor {name!r} data_offsets {offsets} do not match its shape {shape}")
+        if base + end > size:
+            raise bad(f"tensor {name!r} ends at byte {base + end} but the file has {size} bytes")
         arr = np.memmap(path, dtype=np_dtype, mode="r", offset=base + begin, shape=(count,)) \
             if count else np.zeros(0, np_dtype)
-        tensors.append(Tensor(name, shape, fmt, dtype,
-                              lambda arr=arr, fmt=fmt: (_as_bits(c, fmt) for c in _chunked(arr)())))
+        tensors.append(Tensor(name, shape, fmt, dtype, _array_chunks(arr, fmt)))
     return tensors
 
 
@@ -198,10 +232,8 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
     exponent bits, plus sign and mantissa bits per value), the ratios of each to FP32, and the
     share of rows per exponent width 0..7 (the paper's Fig. 5b view).  ``man_width=None`` keeps
     each format's full mantissa (Gecko alone is lossless).  Tensors are streamed in chunks of
-    :data:`CHUNK` values, so memory stays bounded.
+    :data:`CHUNK_ROWS` rows, so memory stays bounded.
     """
-    import time
-
     from golden import ConfigError
     from golden.gecko import GeckoConfig, footprint
 
@@ -212,15 +244,17 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
             cfg = GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
         except ConfigError as e:
             raise FlowError(f"tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
-        parts = []
-        for k, chunk in enumerate(tensor.chunks()):
+        fp = None
+        size = CHUNK_ROWS * lanes
+        for k, chunk in enumerate(tensor.chunks(size)):
             try:
-                parts.append(footprint(chunk, cfg))
+                part = footprint(chunk, cfg)
             except ValueError as e:
-                raise FlowError(f"tensor {tensor.name!r}, chunk {k}: {e}") from None
+                where = f", in the chunk of values from {k * size}" if k else ""
+                raise FlowError(f"tensor {tensor.name!r}{where}: {e}") from None
+            fp = part if fp is None else fp + part
             if progress:
-                progress(tensor.name, min((k + 1) * CHUNK, tensor.count), tensor.count)
-        fp = functools.reduce(operator.add, parts) if parts else None
+                progress(tensor.name, min((k + 1) * size, tensor.count), tensor.count)
         row = _stats_row(tensor, cfg, fp)
         rows_out.append(row)
         total = row if total is None else _add_rows(total, row)
@@ -243,7 +277,7 @@ def _stats_row(tensor: Tensor, cfg, fp) -> dict:
         "source_dtype": tensor.source_dtype, "man_width": cfg.man_width,
         "values": n,
         "fp32_bits": 32 * n,
-        "truncated_bits": n * (1 + cfg.format.exp_bits + cfg.man_width),
+        "truncated_bits": n * (sign + cfg.format.exp_bits + cfg.man_width),
         "gecko_bits": fp.total_bits if fp is not None else 0,
         "paper_bits": (fp.exp_bits_lit + n * (sign + cfg.man_width)) if fp is not None else 0,
         "rows": fp.rows if fp is not None else 0,
@@ -289,4 +323,4 @@ def stats_markdown(s: dict) -> str:
               + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
     return "\n".join(lines) + "\n"
 
-__all__ = ["CHUNK", "Tensor", "read_tensors", "write_safetensors", "gecko_stats", "stats_markdown"]
+__all__ = ["CHUNK_ROWS", "Tensor", "read_tensors", "write_safetensors", "gecko_stats", "stats_markdown"]

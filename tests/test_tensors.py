@@ -22,8 +22,8 @@ def data():
     }
 
 
-def _bits(tensor):
-    return np.concatenate(list(tensor.chunks()))
+def _bits(tensor, size=64):
+    return np.concatenate(list(tensor.chunks(size)))
 
 
 def test_npy_npz_safetensors_give_the_same_bits(tmp_path, data):
@@ -50,16 +50,16 @@ def test_bf16_and_float16_tensors(tmp_path, data):
     assert np.array_equal(_bits(st["h"]), data["h"].astype(np.float32).view(np.uint32))
 
 
-@pytest.mark.parametrize("man_width", [None, 0, 3, 7])
-def test_stats_equal_the_golden_stream_across_chunks(tmp_path, data, monkeypatch, man_width):
-    """Chunked accounting equals compressing the whole tensor at once (chunks of 80 values)."""
-    monkeypatch.setattr(tensors, "CHUNK", 80)
+@pytest.mark.parametrize("man_width, lanes", [(None, 8), (0, 8), (3, 3), (7, 5)])
+def test_stats_equal_the_golden_stream_across_chunks(tmp_path, data, monkeypatch, man_width, lanes):
+    """Chunked accounting equals compressing the whole tensor at once (chunks of 10 rows)."""
+    monkeypatch.setattr(tensors, "CHUNK_ROWS", 10)
     write_safetensors(tmp_path / "m.safetensors", {"w": data["w"], "a": data["a"]})
-    s = gecko_stats(tmp_path / "m.safetensors", man_width=man_width)
+    s = gecko_stats(tmp_path / "m.safetensors", man_width=man_width, lanes=lanes)
     total_bits = 0
     for row, name in zip(s["tensors"], ("w", "a")):
         bits = data[name].reshape(-1).view(np.uint32)
-        fp = compress(bits, GeckoConfig(man_width=man_width)).footprint()
+        fp = compress(bits, GeckoConfig(lanes=lanes, man_width=man_width)).footprint()
         assert row["gecko_bits"] == fp.total_bits
         assert row["width_rows"] == fp.width_hist.tolist()
         assert row["fp32_bits"] == 32 * bits.size
@@ -69,6 +69,47 @@ def test_stats_equal_the_golden_stream_across_chunks(tmp_path, data, monkeypatch
         total_bits += fp.total_bits
     assert s["total"]["gecko_bits"] == total_bits
     assert s["total"]["values"] == data["w"].size + data["a"].size
+
+
+def test_storage_order_and_byte_order(tmp_path, data):
+    """Fortran-order and big-endian arrays: .npy and .npz agree, values in storage order."""
+    f = np.asfortranarray(data["w"])
+    big = data["a"].astype(">f4")
+    np.save(tmp_path / "f.npy", f)
+    np.save(tmp_path / "big.npy", big)
+    np.savez(tmp_path / "d.npz", f=f, big=big)
+    npz = {t.name: t for t in read_tensors(tmp_path / "d.npz")}
+    storage = f.T.reshape(-1).view(np.uint32)  # column-major = the transpose in C order
+    assert np.array_equal(_bits(read_tensors(tmp_path / "f.npy")[0]), storage)
+    assert np.array_equal(_bits(npz["f"]), storage)
+    native = data["a"].view(np.uint32)
+    assert np.array_equal(_bits(read_tensors(tmp_path / "big.npy")[0]), native)
+    assert np.array_equal(_bits(npz["big"]), native)
+
+
+def test_no_sign_counts_no_sign_bits(tmp_path, data):
+    np.save(tmp_path / "a.npy", data["a"])
+    s = gecko_stats(tmp_path / "a.npy", man_width=4, sign_en=False)
+    row = s["tensors"][0]
+    assert row["truncated_bits"] == row["values"] * (8 + 4)
+    assert row["gecko_bits"] == compress(data["a"].view(np.uint32),
+                                         GeckoConfig(man_width=4, sign_en=False)).footprint().total_bits
+
+
+def _truncated_npz(p):
+    np.savez(p / "t.npz", a=np.zeros(1000, np.float32))
+    import zipfile
+    with zipfile.ZipFile(p / "t.npz") as z:
+        raw = z.read("a.npy")
+    with zipfile.ZipFile(p / "cut.npz", "w") as z:
+        z.writestr("a.npy", raw[:-400])
+    return p / "cut.npz"
+
+
+def _safetensors_with(p, header: bytes, data: bytes = b""):
+    path = p / "x.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + data)
+    return path
 
 
 def test_cli_tensor_stats(tmp_path, data, capsys):
@@ -89,6 +130,16 @@ def test_cli_tensor_stats(tmp_path, data, capsys):
                 p / "bad.safetensors")[1], "not a readable .safetensors"),
     (lambda p: (np.save(p / "inf.npy", np.array([1.0, np.inf], np.float32)), p / "inf.npy")[1],
      "Inf/NaN"),
+    (_truncated_npz, "truncated: 900 of 1000 values"),
+    (lambda p: _safetensors_with(p, b"[1, 2]"), "not a JSON object"),
+    (lambda p: _safetensors_with(p, b'{"w": {"dtype": "F32", "shape": [4]}}'),
+     "lacks dtype, shape or data_offsets"),
+    (lambda p: _safetensors_with(p, b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}',
+                                 b"\0" * 8), "the file has"),
+    (lambda p: _safetensors_with(p, b'{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}',
+                                 b"\0" * 16), "do not match its shape"),
+    (lambda p: _safetensors_with(p, b'{"w": {"dtype": "I8", "shape": [4], "data_offsets": [0, 4]}}',
+                                 b"\0" * 4), "dtype I8"),
 ])
 def test_bad_tensor_files(tmp_path, make, needle, capsys):
     path = make(tmp_path)
