@@ -26,6 +26,11 @@ VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-Wno-CASEINCOMP
                   "--output-split", "0"]
 
 
+def _quiet_cached_builds(record) -> bool:
+    """Drop the runner's warning about reusing a build: here a cached build is the normal case."""
+    return not record.getMessage().startswith("Skipping compilation")
+
+
 @dataclass
 class TbResult:
     """Outcome of one testbench run."""
@@ -100,6 +105,8 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{unit.top}.v"
     runner = get_runner(sim)
+    if _quiet_cached_builds not in runner.log.filters:
+        runner.log.addFilter(_quiet_cached_builds)
     # several pytest-xdist workers may ask for the same build: one builds, the others wait
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
