@@ -71,7 +71,8 @@ UNITS = {u.name: u for u in [
                                       {"lanes": 3, "man_width": 5, "fixed_width": 4})),
     Unit("gecko.loopback", "Gecko compressor feeding a decompressor (end-to-end check)",
          "golden.gecko:GeckoConfig", "hdl.gecko:GeckoLoopback", "tb.gecko.loopback",
-         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 4},)),
+         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 4},
+                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
 ]}
 
 

@@ -35,6 +35,9 @@ Choices not in the spec
 * Fixed-width mode (``fixed_width`` set, §4.7): the width is side information like
   ``man_width``, so no metadata stream is produced (``meta`` is empty, 0 metadata bits).  A
   ``MAG >= 2**fixed_width`` is a ``ValueError`` (the RTL raises a sticky error instead).
+* ``Footprint.raw_bits`` (the ratio's denominator) is ``rows x lanes x lane width``: §4.5 writes
+  ``rows x 8 x 32`` for the paper's FP32 hardware; for bf16 the tensor is deliberately measured
+  against its own 16-bit words, so ``ratio`` is the saving over the format actually stored.
 * ``exp_decode`` accepts every 7-bit MAG: the non-canonical ``(1, 127)`` decodes to ``E = 0``
   by the same formula, as the decompressor's ``127 - MAG`` does.
 """
@@ -242,7 +245,11 @@ class Footprint:
     rows: int
     #: field bits per lane, sum of W over the rows (before word padding)
     field_bits: int
-    #: uncompressed bits of the padded rows: rows * lanes * lane width (§4.5 denominator)
+    #: uncompressed bits of the padded rows: rows * lanes * lane width.  This is the §4.5
+    #: compression-ratio denominator, which the spec writes for FP32 as rows * 8 * 32; the
+    #: lane width is used deliberately, so a bf16 tensor is measured against its own 16-bit
+    #: words (rows * lanes * 16) and ``ratio`` compares it with bf16, not with FP32.
+    #: Divide ``total_bits`` by ``rows * lanes * 32`` for the reduction versus FP32.
     raw_bits: int
     #: data bits actually stored: lanes * lane width * words per lane
     data_bits: int
@@ -262,7 +269,8 @@ class Footprint:
 
     @property
     def ratio(self) -> float:
-        """Compressed / uncompressed size (Table IV sense; < 1 is a saving)."""
+        """Compressed / uncompressed size (Table IV sense; < 1 is a saving), relative to the
+        source format (``raw_bits``: 16-bit words for bf16, see there)."""
         return self.total_bits / self.raw_bits if self.raw_bits else 0.0
 
     def __add__(self, other: "Footprint") -> "Footprint":

@@ -218,14 +218,19 @@ def test_timing_fill_sequence_w12():
     x = np.tile(f32([4.0] * 8), rows)
     s = compress(x, cfg)
     assert set(s.widths.tolist()) == {2}
-    fill, done = 0, []
+    # the rows that complete a lane word, from golden's streams of the tensor's prefixes: after
+    # row r the prefix holds field_bits // 32 whole words, which must already be the full
+    # stream's words (a complete word never changes again)
+    done = []
     for r in range(rows):
-        fill += 12
-        if fill >= 32:
-            done.append(r)
-            fill -= 32
+        p = compress(x[:8 * (r + 1)], cfg)
+        whole = p.footprint().field_bits // 32
+        assert p.data.shape[0] == -(-p.footprint().field_bits // 32)
+        assert np.array_equal(p.data[:whole], s.data[:whole]), f"word changed after row {r}"
+        done += [r] * (whole - len(done))
     assert done[:3] == [2, 5, 7]
-    assert s.data.shape[0] == -(-12 * rows // 32)
+    assert done == [2, 5, 7]                  # 8 rows x 12 bits = 96 bits = exactly 3 words
+    assert s.data.shape[0] == 3
 
 
 # ---------------------------------------------------------------- metadata
@@ -341,6 +346,35 @@ def test_fixed_width_mode():
     assert fp.exp_bits_exact == fp.rows * 8 * (1 + 3) and fp.exp_bits_lit == fp.rows * 8 * 3
 
 
+@pytest.mark.parametrize("fmt_name, man_width", [("fp32", 0), ("fp32", 7), ("fp32", 23),
+                                                  ("bf16", 0), ("bf16", 3), ("bf16", 7)])
+@pytest.mark.parametrize("sign_en", [True, False])
+def test_fixed_width_zero_roundtrip(fmt_name, man_width, sign_en):
+    # §4.7 with fixed_width = 0: only E = 127 (MAG 0) and zeros/subnormals (E = 0) fit; the
+    # field is S? + DS + mantissa bits, with no MAG bits at all
+    fmt = {"fp32": FP32, "bf16": BF16}[fmt_name]
+    rng = np.random.default_rng(40 + man_width + 100 * sign_en)
+    n = 203
+    E = np.where(rng.random(n) < 0.3, 0, 127)
+    man = rng.integers(0, 1 << fmt.man_bits, n)
+    s = rng.integers(0, 2, n) if sign_en else np.zeros(n, dtype=np.int64)
+    x = ((s << (fmt.width - 1)) | (E << fmt.man_bits) | man).astype(fmt.dtype)
+    cfg = GeckoConfig(fmt=fmt_name, man_width=man_width, sign_en=sign_en, fixed_width=0)
+    st = compress(x, cfg)
+    assert st.meta.size == 0 and set(st.widths.tolist()) == {0}
+    data, _, _ = oracle_compress(x, fmt, man_width, sign_en, fixed_width=0)
+    assert st.data.tolist() == data
+    rows = -(-n // 8)
+    assert st.data.shape[0] == -(-rows * (sign_en + 1 + man_width) // fmt.width)
+    assert np.array_equal(decompress(st), truncate_mantissa(x, man_width, fmt_name))
+    fp = footprint(x, cfg)
+    assert fp == st.footprint() and fp.meta_bits == 0 and fp.exp_bits_lit == 0
+    assert fp.exp_bits_exact == rows * 8
+    # the narrowest exponent that does not fit: |E - 127| = 1
+    with pytest.raises(ValueError, match="fixed_width=0"):
+        compress(np.concatenate([x, np.array([128 << fmt.man_bits], fmt.dtype)]), cfg)
+
+
 def test_fixed_width_overflow_raises():
     x = f32([1.0, 8.0, 1.0])            # |E - 127| = 3 needs 2 bits
     compress(x, GeckoConfig(fixed_width=2))
@@ -392,6 +426,15 @@ def test_footprint_adds_and_ratio():
     assert tot.data_bits <= fa.data_bits + fb.data_bits
     assert tot.ratio == (tot.data_bits + tot.meta_bits) / (30 * 8 * 32)
     assert 0 < fa.ratio < 1
+
+
+def test_bf16_ratio_is_against_16_bit_words():
+    # deliberate choice (golden.gecko docstring): raw_bits uses the lane width, not §4.5's 32
+    rng = np.random.default_rng(13)
+    x = clustered(rng, 83, BF16)
+    fp = footprint(x, GeckoConfig(fmt="bf16", man_width=2))
+    assert fp.raw_bits == fp.rows * 8 * 16
+    assert fp.ratio == fp.total_bits / (fp.rows * 8 * 16)
 
 
 @pytest.mark.parametrize("cfg", [GeckoConfig(man_width=1), GeckoConfig(fmt="bf16", lanes=3),

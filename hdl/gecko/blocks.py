@@ -34,6 +34,14 @@ META_WORD = 32
 META_PER_WORD = 10
 
 
+def _keep_mask(m: Module, man_width, mb: int) -> Signal:
+    """Mask of the top ``man_width`` bits of an ``mb``-bit mantissa (eq. 5's
+    ``((1 << n) - 1) << (mb - n)``); ``man_width`` must not exceed ``mb``."""
+    keep = Signal(mb)
+    m.d.comb += keep.eq(~((Const((1 << mb) - 1, mb) >> man_width)[:mb]))
+    return keep
+
+
 class ExpCoder(wiring.Component):
     """Canonical Gecko exponent code (§4.3, A1–A3), combinational.
 
@@ -184,8 +192,7 @@ class FieldBuilder(wiring.Component):
         hlen = Signal(4)
         m.d.comb += hlen.eq(self.sign_en + 1 + self.w)
         # mantissa: keep its top man_width bits, left-aligned in the lane word
-        keep = Signal(mb)
-        m.d.comb += keep.eq(~((Const((1 << mb) - 1, mb) >> self.man_width)[:mb]))
+        keep = _keep_mask(m, self.man_width, mb)
         man_la = Signal(lw)
         m.d.comb += man_la.eq(Cat(Const(0, lw - mb), self.man & keep))
         m.d.comb += [
@@ -229,8 +236,7 @@ class FieldParser(wiring.Component):
         mag_la = rest[lw - 1 - MAG_BITS:lw - 1]
         after = Signal(lw)                    # the mantissa bits, left-aligned
         m.d.comb += after.eq((rest << 1) << self.w)
-        keep = Signal(mb)
-        m.d.comb += keep.eq(~((Const((1 << mb) - 1, mb) >> self.man_width)[:mb]))
+        keep = _keep_mask(m, self.man_width, mb)
         m.d.comb += [
             dec.ds.eq(rest[lw - 1]),
             dec.mag.eq(mag_la >> ~self.w),          # 7 - w == ~w
@@ -301,7 +307,8 @@ class Unpacker(wiring.Component):
     Ports
     -----
     word : In(lane_w)
-    avail : In(7)
+    avail : In(ceil_log2(2 * lane_w))
+        Valid bits in the buffer (0 .. 2 * lane_w - 1: 6 bits for FP32, 5 for bf16).
     load : In(1)
     take : In(1)
     length : In(6)

@@ -307,14 +307,15 @@ class GeckoDecompressor(wiring.Component):
         c_fixed_en = Signal()
         c_fixed_w = Signal(W_BITS)
         cmd = self.cmd.payload
+        cmd_err = Signal()
+        cmd_mw = _clamp_man_width(m, cmd.man_width, mb, cmd_err)
         m.d.comb += self.cmd.ready.eq(~active)
         with m.If(self.cmd.valid & ~active):
             m.d.sync += [
                 active.eq(cmd.rows != 0), rows_left.eq(cmd.rows), c_sign_en.eq(cmd.sign_en),
-                c_fixed_en.eq(cmd.fixed_en), c_fixed_w.eq(cmd.fixed_w),
-                c_mw.eq(Mux(cmd.man_width > mb, mb, cmd.man_width)),
+                c_fixed_en.eq(cmd.fixed_en), c_fixed_w.eq(cmd.fixed_w), c_mw.eq(cmd_mw),
             ]
-            with m.If(cmd.man_width > mb):
+            with m.If(cmd_err):
                 m.d.sync += self.err_cfg.eq(1)
 
         m.submodules.metaunpack = mu = MetaUnpacker()

@@ -2,9 +2,10 @@
 
 Every output word row and metadata word is compared with the golden stream of the tensor it
 belongs to; tensors follow each other back to back (the control inputs travel with each row).
-Covers the spec vectors (§8.13), random tensors over man_width/sign_en with input gaps and
-output back-pressure (§8.17), fixed-width mode (§4.7), throughput and the W = 12 fill sequence
-(§8.18) and each sticky error.
+Covers the spec vectors (§8.13), random tensors over every man_width/sign_en pair in Gecko and
+fixed-width mode with input gaps and output back-pressure (§8.17), fixed-width mode (§4.7),
+Gecko-mode and fixed-width tensors interleaved back to back, throughput and the W = 12 fill
+sequence (§8.18) and each sticky error.
 """
 
 import cocotb
@@ -15,31 +16,21 @@ from golden.gecko import GeckoConfig, compress
 
 from ..common import config_from_env, effort, reset, rng, start, uint
 from .harness import (
-    Sink, Source, man_widths, pack_row, random_tensor, rows_of, run, spec_rows_ab,
+    ERRS, Sink, Source, cfg_control, completion_rows, control, fit_fixed_width, man_widths,
+    pack_row, plan_rows, random_plan, random_tensor, rows_of, run, spec_rows_ab, stream_payloads,
 )
-
-ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
-
-
-def control(man_width: int, sign_en: bool, fixed_width) -> dict:
-    return {"man_width": man_width, "sign_en": int(sign_en),
-            "fixed_en": int(fixed_width is not None), "fixed_w": fixed_width or 0}
 
 
 def tensor_items(bits, cfg: GeckoConfig):
     """Input items of one tensor: its rows (padded) with ``last`` on the final one."""
     rows = rows_of(bits, cfg)
-    ctrl = control(cfg.man_width, cfg.sign_en, cfg.fixed_width)
+    ctrl = cfg_control(cfg)
     return [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
 
 
 def expected(bits, cfg: GeckoConfig):
     """Golden output rows and metadata words of one tensor, as payload ints with ``last``."""
-    s = compress(bits, cfg)
-    n = s.data.shape[0]
-    data = [pack_row(s.data[q], q == n - 1, cfg) for q in range(n)]
-    meta = [int(w) | (int(q == s.meta.size - 1) << 32) for q, w in enumerate(s.meta)]
-    return data, meta
+    return stream_payloads(compress(bits, cfg))
 
 
 async def compress_tensors(dut, tensors, gap=0.0, p_ready=1.0, p_meta=1.0, rnd=None):
@@ -117,25 +108,20 @@ async def configured_tensor(dut):
     n = 40 * cfg.lanes + 3
     x = random_tensor(gen, n, cfg.format, cfg.sign_en)
     if cfg.fixed_width is not None:        # keep every magnitude inside the fixed width
-        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
-        x = np.where((e == 0) | (np.abs(e - 127) < (1 << cfg.fixed_width)), x, 0).astype(x.dtype)
+        x = fit_fixed_width(x, cfg.fixed_width, cfg.format)
     await compress_tensors(dut, [(x, cfg)], gap=0.2, p_ready=0.7, p_meta=0.7, rnd=r)
     no_errors(dut)
 
 
 @cocotb.test()
 async def random_tensors(dut):
-    """Random tensors over every man_width and sign_en, gaps and back-pressure (§8.17)."""
+    """Random tensors, gaps and back-pressure (§8.17): every (man_width, sign_en) pair gets a
+    Gecko-mode and a fixed-width tensor, shuffled among further random tensors of both modes."""
     cfg, r, gen = await setup(dut, "random_tensors")
-    target = 10_000 if effort() == "full" else 600
-    tensors, rows = [], 0
-    while rows < target:
-        mw = int(gen.choice(man_widths(cfg)))
-        sign_en = bool(gen.integers(0, 2))
-        n = int(gen.integers(1, 60 * cfg.lanes))
-        tcfg = GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en)
-        tensors.append((random_tensor(gen, n, cfg.format, sign_en), tcfg))
-        rows += -(-n // cfg.lanes)
+    full = effort() == "full"
+    tensors = random_plan(gen, cfg, 10_000 if full else 600, max_rows=60,
+                          pair_rows=40 if full else 8)
+    rows = plan_rows(tensors, cfg.lanes)
     # alternate phases: smooth streaming, then heavy gaps and back-pressure
     half = len(tensors) // 2
     await compress_tensors(dut, tensors[:half], gap=0.05, p_ready=0.9, p_meta=0.9, rnd=r)
@@ -166,9 +152,7 @@ async def fixed_width_mode(dut):
     tensors = []
     for fw in range(8):
         n = int(gen.integers(1, 20 * cfg.lanes))
-        x = random_tensor(gen, n, cfg.format, True)
-        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
-        x = np.where((e == 0) | (np.abs(e - 127) < (1 << fw)), x, 0).astype(x.dtype)
+        x = fit_fixed_width(random_tensor(gen, n, cfg.format, True), fw, cfg.format)
         mw = int(gen.choice(man_widths(cfg)))
         tensors.append((x, GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, fixed_width=fw)))
     await compress_tensors(dut, tensors, gap=0.2, p_ready=0.7, rnd=r)
@@ -176,13 +160,45 @@ async def fixed_width_mode(dut):
 
 
 @cocotb.test()
+async def mixed_modes_back_to_back(dut):
+    """Gecko-mode and fixed-width tensors alternating back to back (the control inputs change
+    between consecutive rows): partial and exactly full metadata words, one-value tensors,
+    fixed widths 0 and 7, flushes at tensor ends.  Streamed without gaps, then under gaps and
+    back-pressure on both outputs."""
+    cfg, r, gen = await setup(dut, "mixed_modes_back_to_back")
+    fmt, lanes = cfg.format, cfg.lanes
+    # (rows, fixed width or None); Gecko and fixed tensors alternate
+    shapes = [(3, None), (5, 2), (10, None), (1, 0), (11, None), (7, 7), (1, None), (2, 3),
+              (20, None), (4, 5), (9, None), (1, 1), (13, None), (6, 4)]
+    tensors = []
+    for k, (rows, fw) in enumerate(shapes):
+        n = rows * lanes - (min(k % 3, lanes - 1) if rows > 1 else lanes - 1)  # ragged ends
+        sign_en = bool(k % 4 < 2)
+        x = random_tensor(gen, n, fmt, sign_en)
+        if fw is not None:
+            x = fit_fixed_width(x, fw, fmt)
+        mw = man_widths(cfg)[k % len(man_widths(cfg))]
+        tensors.append((x, GeckoConfig(lanes=lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en,
+                                       fixed_width=fw)))
+    assert all(c.fixed_width is None for _, c in tensors[::2])
+    assert all(c.fixed_width is not None for _, c in tensors[1::2])
+    src, out, meta = await compress_tensors(dut, tensors, rnd=r)
+    # rows go in back to back (a flush costs at most one cycle per tensor)
+    acc = src.accepted_cycles
+    stalls = sum(b - a - 1 for a, b in zip(acc, acc[1:]))
+    assert stalls <= len(tensors), f"{stalls} stall cycles for {len(tensors)} tensors: {acc}"
+    cocotb.log.info("mixed_modes_back_to_back: %d tensors, %d rows, %d stall cycles",
+                    len(tensors), len(acc), stalls)
+    await compress_tensors(dut, tensors[::-1], gap=0.3, p_ready=0.5, p_meta=0.4, rnd=r)
+    no_errors(dut)
+
+
+@cocotb.test()
 async def throughput_and_fill_sequence(dut):
     """§8.18: one row per cycle while ready; with W = 12 words complete after rows 2, 5, 7, ..."""
     cfg, r, _ = await setup(dut, "throughput_and_fill_sequence")
-    lw = cfg.lane_width
     # W = sign + DS + w + man_width = 12 with w = 2 (|E - 127| = 2, value 4.0)
     mw = 12 - 1 - 1 - 2 if cfg.fmt == "fp32" else 7          # bf16: W = 11
-    W = 1 + 1 + 2 + mw
     four = 0x40800000 if cfg.fmt == "fp32" else 0x4080
     n_rows = 40
     x = np.full(n_rows * cfg.lanes, four, dtype=cfg.format.dtype)
@@ -190,16 +206,9 @@ async def throughput_and_fill_sequence(dut):
     src, out, _ = await compress_tensors(dut, [(x, tcfg)], rnd=r)
     acc = src.accepted_cycles
     assert acc == list(range(acc[0], acc[0] + n_rows)), f"input stalled: accepted at {acc}"
-    fill, completing = 0, []
-    for row in range(n_rows):
-        fill += W
-        if fill >= lw:
-            completing.append(row)
-            fill -= lw
-    if fill:
-        completing.append(n_rows - 1)                       # the flush of the last row
+    completing = completion_rows(x, tcfg)                   # from golden prefix streams
     if cfg.fmt == "fp32":
-        assert completing[:3] == [2, 5, 7]
+        assert completing[:3] == [2, 5, 7], f"golden completion rows {completing}"
     lat = [c - acc[row] for c, row in zip(out.cycles, completing)]
     assert len(out.cycles) == len(completing)
     assert lat[:-1] == [3] * (len(lat) - 1), f"latencies {lat}"

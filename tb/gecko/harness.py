@@ -1,4 +1,4 @@
-"""Stream drivers and payload packing shared by the Gecko testbenches.
+"""Stream drivers, payload packing and random tensors shared by the Gecko testbenches.
 
 All streams are driven and sampled by one cycle loop: on the falling edge every source drives
 its ``valid``/``payload`` (and any per-item extra ports) and every sink its ``ready``; then, in
@@ -11,7 +11,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.common import float_to_fp32
-from golden.gecko import GeckoConfig
+from golden.gecko import GeckoConfig, GeckoStream, compress, exp_code
 
 from ..common import uint
 
@@ -20,6 +20,8 @@ ROW_A = [1.0, 0.5, 0.25, 3.0, 0.125, 0.75, 1.5, 0.0]
 ROW_B = [-0.1, 0.2, -0.3, 0.4, 8.0, -2.5, 0.0625, 0.001]
 #: bit positions inside the decompressor command payload (CMD_LAYOUT order)
 CMD_FIELDS = (("rows", 32), ("man_width", 5), ("sign_en", 1), ("fixed_en", 1), ("fixed_w", 3))
+#: the compressor's (and loopback's) sticky error outputs
+ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
 
 
 def spec_rows_ab(cfg: GeckoConfig) -> np.ndarray:
@@ -42,10 +44,42 @@ def pack_row(words, last: int, cfg: GeckoConfig) -> int:
     return v | (int(last) << (lw * cfg.lanes))
 
 
-def unpack_row(payload: int, cfg: GeckoConfig) -> tuple[list[int], int]:
-    lw = cfg.lane_width
-    mask = (1 << lw) - 1
-    return [(payload >> (lw * j)) & mask for j in range(cfg.lanes)], payload >> (lw * cfg.lanes) & 1
+def control(man_width: int, sign_en: bool, fixed_width) -> dict:
+    """Side-band values of one tensor, keyed by the compressor's control ports (which are also
+    the decompressor command's fields, so ``pack_cmd(rows=n, **control(...))`` is its command)."""
+    return {"man_width": man_width, "sign_en": int(sign_en),
+            "fixed_en": int(fixed_width is not None), "fixed_w": fixed_width or 0}
+
+
+def cfg_control(cfg: GeckoConfig) -> dict:
+    """:func:`control` of a tensor configuration."""
+    return control(cfg.man_width, cfg.sign_en, cfg.fixed_width)
+
+
+def stream_payloads(s: GeckoStream) -> tuple[list[int], list[int]]:
+    """A golden stream's word rows and metadata words as payload ints (``last`` on the final
+    one of each)."""
+    n = s.data.shape[0]
+    data = [pack_row(s.data[q], q == n - 1, s.cfg) for q in range(n)]
+    meta = [int(w) | (int(q == s.meta.size - 1) << 32) for q, w in enumerate(s.meta)]
+    return data, meta
+
+
+def completion_rows(bits: np.ndarray, cfg: GeckoConfig) -> list[int]:
+    """For each word row of ``golden.gecko.compress(bits, cfg)``, the input row that completes
+    it: the first row whose golden prefix stream holds that many whole lane words (its
+    ``field_bits`` reach the word's end); the final, flushed word belongs to the last row."""
+    n_words = compress(bits, cfg).data.shape[0]
+    rows = -(-bits.size // cfg.lanes)
+    out = []
+    for r in range(rows):
+        if r == rows - 1:
+            whole = n_words
+        else:
+            prefix = compress(bits[:(r + 1) * cfg.lanes], cfg)
+            whole = prefix.footprint().field_bits // cfg.lane_width
+        out += [r] * (whole - len(out))
+    return out
 
 
 def pack_cmd(**kw) -> int:
@@ -79,6 +113,57 @@ def random_tensor(gen: np.random.Generator, n: int, cfg_fmt, sign: bool) -> np.n
     man = gen.integers(0, 1 << m, n)
     s = gen.integers(0, 2, n) if sign else np.zeros(n, dtype=np.int64)
     return ((s << (cfg_fmt.width - 1)) | (E << m) | man).astype(cfg_fmt.dtype)
+
+
+def fit_fixed_width(bits: np.ndarray, fixed_width: int, fmt) -> np.ndarray:
+    """``bits`` with every value whose exponent magnitude does not fit ``fixed_width`` bits
+    replaced by +0.0 (so the tensor is legal in fixed-width mode, §4.7)."""
+    e = (bits.astype(np.int64) >> fmt.man_bits) & 0xFF
+    fits = exp_code(e)[1] < (1 << fixed_width)
+    return np.where(fits, bits, 0).astype(bits.dtype)
+
+
+def required_pairs(cfg: GeckoConfig) -> list[tuple[int, bool]]:
+    """Every (man_width, sign_en) pair the random tests must cover."""
+    return [(mw, sign_en) for mw in man_widths(cfg) for sign_en in (False, True)]
+
+
+def random_plan(gen: np.random.Generator, cfg: GeckoConfig, target_rows: int, max_rows: int,
+                pair_rows: int, fixed: bool = True) -> list[tuple[np.ndarray, GeckoConfig]]:
+    """Random ``(bits, tensor config)`` tensors of at least ``target_rows`` rows in all.
+
+    Every (man_width, sign_en) pair of :func:`required_pairs` gets one Gecko-mode tensor and,
+    with ``fixed``, one fixed-width tensor (the fixed widths cycle through 0..7), each of up to
+    ``pair_rows`` rows; random tensors of up to ``max_rows`` rows (a fifth of them fixed-width
+    when ``fixed``) then fill up to ``target_rows``.  The list is shuffled, so Gecko-mode and
+    fixed-width tensors of different side-band values follow each other back to back.
+    """
+    fmt = cfg.format
+
+    def tensor(mw, sign_en, fw, rows):
+        x = random_tensor(gen, int(gen.integers(1, rows * cfg.lanes + 1)), fmt, sign_en)
+        if fw is not None:
+            x = fit_fixed_width(x, fw, fmt)
+        return x, GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en,
+                              fixed_width=fw)
+
+    plan = []
+    for k, (mw, sign_en) in enumerate(required_pairs(cfg)):
+        plan.append(tensor(mw, sign_en, None, pair_rows))
+        if fixed:
+            plan.append(tensor(mw, sign_en, k % 8, pair_rows))
+    rows = plan_rows(plan, cfg.lanes)
+    while rows < target_rows:
+        fw = int(gen.integers(0, 8)) if fixed and gen.random() < 0.2 else None
+        plan.append(tensor(int(gen.choice(man_widths(cfg))), bool(gen.integers(0, 2)), fw,
+                           max_rows))
+        rows += -(-plan[-1][0].size // cfg.lanes)
+    return [plan[i] for i in gen.permutation(len(plan))]
+
+
+def plan_rows(plan, lanes: int) -> int:
+    """Input rows of a list of ``(bits, cfg)`` tensors."""
+    return sum(-(-x.size // lanes) for x, _ in plan)
 
 
 class Source:

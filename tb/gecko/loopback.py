@@ -2,7 +2,8 @@
 
 Tensors go in as rows; what comes out must be ``golden.schrodinger.truncate_mantissa(x,
 man_width)`` bit for bit (the identity at the full mantissa with the sign stored), under random
-input gaps and output back-pressure.
+input gaps and output back-pressure.  The random test covers every (man_width, sign_en) pair in
+Gecko and fixed-width mode, the two modes interleaved back to back.
 """
 
 import cocotb
@@ -13,9 +14,10 @@ from golden.gecko import GeckoConfig
 from golden.schrodinger import truncate_mantissa
 
 from ..common import config_from_env, effort, rng, start, uint
-from .harness import Sink, Source, man_widths, pack_cmd, pack_row, random_tensor, rows_of, run
-
-ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
+from .harness import (
+    ERRS, Sink, Source, cfg_control, fit_fixed_width, pack_cmd, pack_row, plan_rows, random_plan,
+    random_tensor, rows_of, run,
+)
 
 
 async def loop_tensors(dut, tensors, rnd, gap=0.0, p_ready=1.0):
@@ -23,8 +25,7 @@ async def loop_tensors(dut, tensors, rnd, gap=0.0, p_ready=1.0):
     ucfg = config_from_env(GeckoConfig)
     rows_in, cmds, want = [], [], []
     for bits, cfg in tensors:
-        ctrl = {"man_width": cfg.man_width, "sign_en": int(cfg.sign_en),
-                "fixed_en": int(cfg.fixed_width is not None), "fixed_w": cfg.fixed_width or 0}
+        ctrl = cfg_control(cfg)
         rows = rows_of(bits, cfg)
         rows_in += [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
         cmds.append((pack_cmd(rows=len(rows), **ctrl), {}))
@@ -63,8 +64,7 @@ async def configured_tensor(dut):
     cfg, r, gen = await setup(dut, "configured_tensor")
     x = random_tensor(gen, 50 * cfg.lanes + 1, cfg.format, cfg.sign_en)
     if cfg.fixed_width is not None:
-        e = (x.astype(np.int64) >> cfg.format.man_bits) & 0xFF
-        x = np.where((e == 0) | (np.abs(e - 127) < (1 << cfg.fixed_width)), x, 0).astype(x.dtype)
+        x = fit_fixed_width(x, cfg.fixed_width, cfg.format)
     await loop_tensors(dut, [(x, cfg)], r, gap=0.2, p_ready=0.7)
 
 
@@ -86,17 +86,16 @@ async def identity_at_full_mantissa(dut):
 
 @cocotb.test()
 async def random_roundtrip(dut):
-    """Random tensors over man_width and sign_en under random gaps and back-pressure."""
+    """Random tensors under random gaps and back-pressure: every (man_width, sign_en) pair gets
+    a Gecko-mode and a fixed-width tensor (fixed widths 0..7), shuffled among further random
+    tensors of both modes; at least 10,000 rows at full effort."""
     cfg, r, gen = await setup(dut, "random_roundtrip")
-    target = 6_000 if effort() == "full" else 400
-    tensors, rows = [], 0
-    while rows < target:
-        mw = int(gen.choice(man_widths(cfg)))
-        sign_en = bool(gen.integers(0, 2))
-        n = int(gen.integers(1, 50 * cfg.lanes))
-        tensors.append((random_tensor(gen, n, cfg.format, sign_en),
-                        GeckoConfig(lanes=cfg.lanes, fmt=cfg.fmt, man_width=mw, sign_en=sign_en)))
-        rows += -(-n // cfg.lanes)
+    full = effort() == "full"
+    tensors = random_plan(gen, cfg, 10_000 if full else 400, max_rows=50,
+                          pair_rows=40 if full else 6)
+    rows = plan_rows(tensors, cfg.lanes)
+    assert any(c.fixed_width is not None for _, c in tensors)
+    assert rows >= (10_000 if full else 400)
     half = len(tensors) // 2
     await loop_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.95)
     await loop_tensors(dut, tensors[half:], r, gap=0.3, p_ready=0.4)
