@@ -1,7 +1,8 @@
 """The testbenches catch deliberately broken designs.
 
-Each case builds a unit's Verilog from a broken variant (a flipped bit, a wrong constant, an RTL
-configuration that differs from the one the testbench checks against) and runs the unit's
+Each case builds a unit's Verilog from a broken variant (a flipped bit, a wrong constant, a
+wrong mode or buffering, an RTL configuration that differs from the one the testbench checks
+against) and runs the unit's
 testbench: at least the named cocotb tests must fail.  A testbench that passes here checks
 nothing.
 """
@@ -9,8 +10,9 @@ nothing.
 import dataclasses
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
@@ -19,7 +21,7 @@ from golden.fpraker import EncoderConfig, PEConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.fpraker import PE, TermEncoder
-from hdl.gecko import GeckoLoopback
+from hdl.gecko import GeckoCompressor, GeckoDecompressor, GeckoLoopback
 
 
 class SwappedSignEncoder(wiring.Component):
@@ -38,6 +40,50 @@ class SwappedSignEncoder(wiring.Component):
             m.d.comb += [inner.sig[i].eq(self.sig[i]), self.tp[i].eq(inner.tp[i])]
         m.d.comb += [self.valid.eq(inner.valid), self.error.eq(inner.error),
                      self.neg.eq(inner.neg ^ 1)]
+        return m
+
+
+class StickyFixedCompressor(wiring.Component):
+    """The Gecko compressor that stays in fixed-width mode once a fixed-width row was accepted."""
+
+    def __init__(self, cfg):
+        self.inner = GeckoCompressor(cfg)
+        super().__init__(self.inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = c = self.inner
+        seen, width = Signal(), Signal(3)
+        with m.If(self.i.valid & self.i.ready & self.fixed_en):
+            m.d.sync += [seen.eq(1), width.eq(self.fixed_w)]
+        wiring.connect(m, wiring.flipped(self.i), c.i)
+        wiring.connect(m, c.o, wiring.flipped(self.o))
+        wiring.connect(m, c.meta, wiring.flipped(self.meta))
+        m.d.comb += [c.man_width.eq(self.man_width), c.sign_en.eq(self.sign_en),
+                     c.fixed_en.eq(self.fixed_en | seen),
+                     c.fixed_w.eq(self.fixed_w | (width & ~self.fixed_en.replicate(3)))]
+        for flag in ("err_exp", "err_mag", "err_sign", "err_cfg"):
+            m.d.comb += getattr(self, flag).eq(getattr(c, flag))
+        return m
+
+
+class EagerInputDecompressor(wiring.Component):
+    """The Gecko decompressor behind a 2-entry input FIFO: it takes words ahead of its rows."""
+
+    def __init__(self, cfg):
+        self.inner = GeckoDecompressor(cfg)
+        super().__init__(self.inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = d = self.inner
+        m.submodules.fifo = f = SyncFIFOBuffered(width=len(self.i.payload.as_value()), depth=2)
+        wiring.connect(m, wiring.flipped(self.cmd), d.cmd)
+        wiring.connect(m, wiring.flipped(self.meta), d.meta)
+        wiring.connect(m, d.o, wiring.flipped(self.o))
+        m.d.comb += [f.w_data.eq(self.i.payload), f.w_en.eq(self.i.valid), self.i.ready.eq(f.w_rdy),
+                     d.i.payload.eq(f.r_data), d.i.valid.eq(f.r_rdy), f.r_en.eq(d.i.ready),
+                     self.err_cfg.eq(d.err_cfg)]
         return m
 
 
@@ -82,6 +128,16 @@ def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):
     monkeypatch.setattr(hdl.gecko.blocks, "BIAS", 126)
     failed = _run("gecko.compressor", GeckoConfig(), None, tb_options)
     assert {"spec_vector_two_rows", "random_tensors"} <= set(failed), failed
+
+
+def test_gecko_compressor_stuck_in_fixed_width_mode(tb_options):
+    failed = _run("gecko.compressor", GeckoConfig(), StickyFixedCompressor, tb_options)
+    assert {"mixed_modes_back_to_back", "random_tensors"} <= set(failed), failed
+
+
+def test_gecko_decompressor_taking_words_ahead_of_rows(tb_options):
+    failed = _run("gecko.decompressor", GeckoConfig(), EagerInputDecompressor, tb_options)
+    assert "throughput_one_row_per_cycle" in failed, failed
 
 
 def test_gecko_loopback_with_a_too_shallow_metadata_fifo(tb_options):
