@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common.accumulator import (Acc, acc_arrays, align_acc, check_accumulator_fields,
-                                check_adder_fields, decode_bf16, group_operands, min_int_bits,
-                                norm_rne, read_out, read_out_bits, shift_jam)
+from .common.accumulator import (Acc, acc_arrays, acc_from_arrays, align_acc,
+                                check_accumulator_fields, check_adder_fields, decode_bf16,
+                                dot_row, group_row, min_int_bits, norm_rne, read_out,
+                                read_out_bits, run_groups, shift_jam)
 
 
 def required_int_bits(lanes: int, frac_bits: int, keep_bits: int) -> int:
@@ -28,7 +29,7 @@ def required_int_bits(lanes: int, frac_bits: int, keep_bits: int) -> int:
     Every aligned product is below ``2**(frac_bits + 1)`` (a product in ``[2, 4)`` is aligned at
     least one position lower); the accumulator adds its largest significand.
     """
-    return min_int_bits(lanes, frac_bits, keep_bits, lanes * (1 << (frac_bits + 1)))
+    return min_int_bits(frac_bits, keep_bits, lanes * (1 << (frac_bits + 1)))
 
 
 @dataclass(frozen=True)
@@ -72,12 +73,10 @@ def _group_step(a, b, acc, cfg):
 
 
 def _dot(A, B, cfg, acc):
-    A, B = group_operands(A, B, cfg.lanes)
-    n, K = A.shape
-    acc_arr = acc_arrays(acc if acc is not None else Acc.ZERO, n)
-    for g in range(0, K, cfg.lanes):
-        acc_arr = _group_step(A[:, g:g + cfg.lanes], B[:, g:g + cfg.lanes], acc_arr, cfg)
-    return acc_arr, np.full(n, K // cfg.lanes, dtype=np.int64)
+    """Accumulator arrays and cycles per row (one per group) of the row-wise dot products."""
+    acc_arr, cycles = run_groups(A, B, cfg, acc, lambda a, b, acc_arr: (
+        _group_step(a, b, acc_arr, cfg), np.ones(len(a), dtype=np.int64)))
+    return acc_arr, cycles.sum(axis=1)
 
 
 def baseline_group(acc, a, b, cfg: BaselineConfig = BaselineConfig()):
@@ -89,16 +88,15 @@ def baseline_group(acc, a, b, cfg: BaselineConfig = BaselineConfig()):
         Accumulator after the group.
     cycles : int
         Always 1.
+
+    Raises
+    ------
+    ValueError
+        Operands that are not integer bf16 bit patterns (or have exponent field 255), more than
+        ``cfg.lanes`` pairs, or an ``acc`` outside the ``1.P`` format.
     """
-    a = list(a)
-    b = list(b)
-    if len(a) != len(b) or len(a) > cfg.lanes:
-        raise ValueError(f"a and b need equal lengths of at most {cfg.lanes}, "
-                         f"got {len(a)} and {len(b)}")
-    A, B = group_operands([a + [0] * (cfg.lanes - len(a))],
-                           [b + [0] * (cfg.lanes - len(b))], cfg.lanes)
-    z, s, e, m = _group_step(A, B, acc_arrays(acc, 1), cfg)
-    return Acc(bool(z[0]), int(s[0]), int(e[0]), int(m[0])), 1
+    A, B = group_row(a, b, cfg.lanes)
+    return acc_from_arrays(_group_step(A, B, acc_arrays(acc, 1, cfg.keep_bits), cfg)), 1
 
 
 def baseline_dot_batch(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):
@@ -110,13 +108,12 @@ def baseline_dot_batch(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):
 def baseline_dot_batch_acc(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):
     """Like :func:`baseline_dot_batch` but returns the accumulators (list of :class:`Acc`)."""
     acc_arr, cycles = _dot(A, B, cfg, acc)
-    return [Acc(bool(z), int(s), int(e), int(m)) for z, s, e, m in zip(*acc_arr)], cycles
+    return [acc_from_arrays(acc_arr, r) for r in range(len(acc_arr[0]))], cycles
 
 
 def baseline_dot(a, b, cfg: BaselineConfig = BaselineConfig()):
     """One dot product: the batch model with a single row; returns (bf16 bits, cycles)."""
-    out, cycles = baseline_dot_batch(np.asarray(list(a), dtype=np.int64).reshape(1, -1),
-                                     np.asarray(list(b), dtype=np.int64).reshape(1, -1), cfg)
+    out, cycles = baseline_dot_batch(*dot_row(a, b), cfg)
     return int(out[0]), int(cycles[0])
 
 

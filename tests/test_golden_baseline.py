@@ -1,5 +1,8 @@
-"""Golden bit-parallel bfloat16 baseline PE (spec seed-fpraker.md §11.6, §14)."""
+"""Golden bit-parallel bfloat16 baseline PE (spec seed-fpraker.md §11.6, §14) against exact
+rationals and the independent scalar oracle of :mod:`bf16util`."""
 
+import dataclasses
+import random
 from fractions import Fraction
 
 import numpy as np
@@ -12,14 +15,9 @@ from golden.baseline import (Acc, BaselineConfig, baseline_dot, baseline_dot_bat
 from golden.common import bf16_to_float
 from golden.fpraker.pe import PEConfig, pe_dot_batch, random_operands
 
+from bf16util import bf16_value, random_bf16, ref_baseline_group, ref_read_out
+
 DEFAULT = BaselineConfig()
-
-
-def bf16_value(x: int) -> Fraction:
-    e = (x >> 7) & 0xFF
-    if e == 0:
-        return Fraction(0)
-    return (-1) ** (x >> 15) * Fraction(128 + (x & 0x7F), 128) * Fraction(2) ** (e - 127)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -108,3 +106,106 @@ def test_tv18_error_bound_and_agreement_with_fpraker():
         close += abs(int(y) - int(z)) <= 1
     # both accumulate in the same 1.9 format: results mostly agree to one bf16 ulp
     assert close >= 0.9 * len(out)
+
+
+def test_dot_rejects_non_integer_and_non_1d_operands():
+    with pytest.raises(ValueError, match="integer"):
+        baseline_dot([16256.7], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match="1-D"):
+        baseline_dot([[0x3F80] * 8, [0x3F80] * 8], [[0x3F80] * 8, [0x3F80] * 8], DEFAULT)
+    with pytest.raises(ValueError, match="same length"):
+        baseline_dot([0x3F80] * 3, [0x3F80] * 2, DEFAULT)
+    with pytest.raises(ValueError, match="integer"):
+        baseline_group(Acc.ZERO, [16256.7], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match="at most 8"):
+        baseline_group(Acc.ZERO, [0x3F80] * 9, [0x3F80] * 9, DEFAULT)
+    with pytest.raises(ValueError, match="integer"):
+        baseline_dot_batch(np.ones((1, 8)), np.ones((1, 8)), DEFAULT)
+    assert baseline_dot([], [], DEFAULT) == (0, 1)
+    assert baseline_dot(np.array([0x3F80], np.uint16), [0x4000], DEFAULT) == (0x4000, 1)
+
+
+@pytest.mark.parametrize("acc,what", [
+    (Acc(False, 0, 0, 0x1FF), "sig 511"), (Acc(False, 0, 0, 0x400), "sig 1024"),
+    (Acc(False, 3, 0, 0x200), "sign 3"), (Acc(False, 0, 600, 0x200), "exp 600"),
+    (Acc(False, 0, -513, 0x200), "exp -513"),
+])
+def test_invalid_accumulator_rejected(acc, what):
+    with pytest.raises(ValueError, match=what):
+        baseline_group(acc, [0x3F80], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match=what):
+        baseline_dot_batch(np.full((1, 8), 0x3F80), np.full((1, 8), 0x3F80), DEFAULT, acc=acc)
+    with pytest.raises(ValueError, match=what):
+        read_out(acc, DEFAULT)
+
+
+def test_step_sum_beyond_four_integer_bits():
+    # acc = 1.998046875 (TV16), then 8 products 0x3FB5^2 = 32761/16384 (< 2**15: aligned at
+    # E = 0, RTO(32761, 2) = 8191): X = 8184 + 8 * 8191 = 73712 >= 2**16, which needs the fifth
+    # integer bit; NORM_RNE: n = 16, e = 4, 73712 / 2**7 = 575.875 -> 576
+    for s in (0, 1):
+        acc, _ = baseline_group(Acc.ZERO, [0x3FB0 | s << 15], [0x3FBA], DEFAULT)
+        assert acc == Acc(False, s, 0, 0x3FF)
+        acc, _ = baseline_group(acc, [0x3FB5 | s << 15] * 8, [0x3FB5] * 8, DEFAULT)
+        assert acc == Acc(False, s, 4, 576)
+        assert ref_baseline_group((False, s, 0, 0x3FF), [0x3FB5 | s << 15] * 8, [0x3FB5] * 8,
+                                  DEFAULT) == (False, s, 4, 576)
+
+
+# ---------------------------------------------------------------------------------------------
+# bit-exact comparison with the independent scalar oracle (tests/bf16util.py, spec §11.6)
+
+def _cfg(**fields):
+    probe = {"lanes": 8, "frac_bits": 12, "keep_bits": 9,
+             **{k: v for k, v in fields.items() if k in ("lanes", "frac_bits", "keep_bits")}}
+    return BaselineConfig(int_bits=required_int_bits(**probe), **fields)
+
+
+ORACLE_CONFIGS = [DEFAULT, BaselineConfig(out_round="rne"), _cfg(lanes=1), _cfg(lanes=3),
+                  _cfg(keep_bits=1, frac_bits=1), _cfg(keep_bits=6), _cfg(frac_bits=14),
+                  _cfg(frac_bits=15), _cfg(frac_bits=20)]
+
+
+def _label(cfg):
+    return ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+                    if getattr(cfg, f.name) != getattr(DEFAULT, f.name)) or "default"
+
+
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=_label)
+def test_matches_scalar_oracle(cfg):
+    r = random.Random(f"oracle:{cfg}")
+    nprng = np.random.default_rng(r.randrange(1 << 30))
+    L, P = cfg.lanes, cfg.keep_bits
+    for _ in range(500):
+        if r.random() < 0.3:
+            A, B = random_operands(nprng, 1, L, "mix")
+            a, b = A[0].tolist(), B[0].tolist()
+        else:
+            mode = r.choice(["ext", "near", "any"])
+            a = [random_bf16(r, mode) for _ in range(L)]
+            b = [random_bf16(r, mode) for _ in range(L)]
+        n = r.randint(0, L)
+        a, b = a[:n], b[:n]
+        acc0 = Acc.ZERO
+        if r.random() < 0.7:
+            acc0 = Acc(False, r.randrange(2),
+                       r.choice([r.randrange(-8, 9), r.randrange(-300, 301), -512, 500]),
+                       r.choice([r.randrange(1 << P, 2 << P), (2 << P) - 1]))
+        acc, cycles = baseline_group(acc0, a, b, cfg)
+        ref = ref_baseline_group(tuple(acc0), a, b, cfg)
+        assert tuple(acc) == ref and cycles == 1, f"{cfg} {acc0} {a} {b}"
+        for rnd in ("trunc", "rne"):
+            assert read_out(acc, dataclasses.replace(cfg, out_round=rnd)) \
+                == ref_read_out(ref, P, rnd)
+    # batch model on 3-group dot products
+    A = np.array([[random_bf16(r, "near") for _ in range(3 * L)] for _ in range(60)])
+    B = np.array([[random_bf16(r, r.choice(["near", "any"])) for _ in range(3 * L)]
+                  for _ in range(60)])
+    accs, cycles = baseline_dot_batch_acc(A, B, cfg)
+    assert (cycles == 3).all()
+    for row in range(60):
+        ref = tuple(Acc.ZERO)
+        for g in range(3):
+            ref = ref_baseline_group(ref, A[row, g * L:(g + 1) * L].tolist(),
+                                     B[row, g * L:(g + 1) * L].tolist(), cfg)
+        assert tuple(accs[row]) == ref

@@ -1,5 +1,8 @@
-"""Golden FPRaker PE (spec seed-fpraker.md §1.2, §1.3, §3, §13) against exact rationals."""
+"""Golden FPRaker PE (spec seed-fpraker.md §1.2, §1.3, §3, §13) against exact rationals and
+the independent scalar oracle of :mod:`bf16util`."""
 
+import dataclasses
+import random
 from fractions import Fraction
 
 import numpy as np
@@ -11,16 +14,10 @@ from golden.fpraker import encode_terms
 from golden.fpraker.pe import (Acc, PEConfig, pe_dot, pe_dot_batch, pe_dot_batch_acc, pe_group,
                                random_operands, read_out, required_int_bits)
 
+from bf16util import bf16_value, random_bf16, ref_pe_group, ref_read_out
+
 DEFAULT = PEConfig()
 NO_OB = PEConfig(kmax=1023)
-
-
-def bf16_value(x: int) -> Fraction:
-    """Exact value of a bf16 bit pattern, denormals flushed (spec §1.3)."""
-    e = (x >> 7) & 0xFF
-    if e == 0:
-        return Fraction(0)
-    return (-1) ** (x >> 15) * Fraction(128 + (x & 0x7F), 128) * Fraction(2) ** (e - 127)
 
 
 def exact_dot(a, b) -> Fraction:
@@ -183,6 +180,31 @@ def test_tv10_ob_a_only_cycle_counts():
     assert acc3.to_fraction(9) == acc.to_fraction(9)    # far below the kept precision
 
 
+def test_ob_b_predictive_drop():
+    # worked by hand from spec §3.3: [0x4580]x[0x3F80] = 2**12 leaves acc = (0, 12, 512).
+    # Then A = 0x3F81 (Sig 129 = 1.0000001b: terms t = 0 and t = 7), B = 1.0, ABe = 0:
+    # cycle 1: E = max(0 - 0, eacc = 12) = 12, k = 12 <= KMAX: processed with base 12;
+    #   T = 128 << 3, sh = 12 - 7 - 3 - 12 = -10, Tg = RTO(1024, 10) = 1, Ag = 512 << 3 = 4096,
+    #   X = 4097 rounds back to sig 512 (remainder 1 of 8 is below half);
+    #   OB-b: k = 12 >= KMAX, so the lane is done and its t = 7 term is dropped: 1 cycle.
+    # Without OB-b the t = 7 term would take a second (OB-a only) cycle at k = 19.
+    acc, _, _ = pe_group(Acc.ZERO, [0x4580], [0x3F80], DEFAULT)
+    assert acc == Acc(False, 0, 12, 512)
+    acc2, cycles, tr = pe_group(acc, [0x3F81], [0x3F80], DEFAULT)
+    assert cycles == 1
+    assert (tr[0].E, tr[0].k[0], tr[0].base, tr[0].processed) == (12, 12, 12, (0,))
+    assert (tr[0].Tg, tr[0].Ag, tr[0].X) == (1, 4096, 4097)
+    assert tr[0].dropped_b == (0,) and tr[0].dropped_a == () and tr[0].done[0]
+    assert acc2 == Acc(False, 0, 12, 512)
+    # one position further (k = 13 > KMAX) the first term is dropped at presentation (OB-a)
+    acc, _, _ = pe_group(Acc.ZERO, [0x4600], [0x3F80], DEFAULT)
+    _, cycles, tr = pe_group(acc, [0x3F81], [0x3F80], DEFAULT)
+    assert cycles == 1 and tr[0].dropped_a == (0,) and tr[0].processed == ()
+    # with OB off both terms are processed, one cycle each
+    _, cycles, tr = pe_group(Acc(False, 0, 12, 512), [0x3F81], [0x3F80], NO_OB)
+    assert cycles == 2 and [t.k[0] for t in tr] == [12, 19]
+
+
 def test_tv19_precision_lowers_mean_cycles():
     rng = np.random.default_rng(19)
     A, B = random_operands(rng, 4000, 8, "normal")
@@ -215,6 +237,70 @@ def test_bad_shapes_rejected():
         pe_group(Acc.ZERO, [0x3F80], [0x3F80], DEFAULT, eligible=[0x1FF])
 
 
+def test_dot_rejects_non_integer_and_non_1d_operands():
+    # a float near a valid pattern must not be truncated to it, nor a 2-D array flattened
+    with pytest.raises(ValueError, match="integer"):
+        pe_dot([16256.7], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match="integer"):
+        pe_dot([0x3F80], np.array([16256.0]), DEFAULT)
+    with pytest.raises(ValueError, match="1-D"):
+        pe_dot([[0x3F80, 0x3F80]], [[0x3F80, 0x3F80]], DEFAULT)
+    with pytest.raises(ValueError, match="1-D"):
+        pe_dot(np.full((2, 8), 0x3F80), np.full((2, 8), 0x3F80), DEFAULT)
+    with pytest.raises(ValueError, match="same length"):
+        pe_dot([0x3F80] * 3, [0x3F80] * 2, DEFAULT)
+    with pytest.raises(ValueError, match="integer"):
+        pe_group(Acc.ZERO, [16256.7], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match="1-D"):
+        pe_group(Acc.ZERO, [[0x3F80]], [[0x3F80]], DEFAULT)
+    # integer arrays of any integer dtype are accepted
+    assert pe_dot(np.array([0x3F80], np.uint16), np.array([0x4000], np.int32), DEFAULT) \
+        == (0x4000, 1)
+
+
+@pytest.mark.parametrize("acc,what", [
+    (Acc(False, 0, 0, 0x1FF), "sig 511"),          # below 2**9: not normalized
+    (Acc(False, 0, 0, 0x400), "sig 1024"),         # 2**10: beyond 1.9
+    (Acc(False, 0, 0, 0), "sig 0"),
+    (Acc(False, 2, 0, 0x200), "sign 2"),
+    (Acc(False, -1, 0, 0x200), "sign -1"),
+    (Acc(False, 0, 512, 0x200), "exp 512"),        # outside the RTL's 10-bit signed exponent
+    (Acc(False, 0, -513, 0x200), "exp -513"),
+    ((False, 0, 0), "Acc"),
+])
+def test_invalid_accumulator_rejected(acc, what):
+    with pytest.raises(ValueError, match=what):
+        pe_group(acc, [0x3F80], [0x3F80], DEFAULT)
+    with pytest.raises(ValueError, match=what):
+        pe_dot_batch(np.full((1, 8), 0x3F80), np.full((1, 8), 0x3F80), DEFAULT, acc=acc)
+
+
+def test_accumulator_range_edges_accepted():
+    for acc in (Acc(False, 1, 511, 0x3FF), Acc(False, 0, -512, 0x200)):
+        assert pe_group(acc, [], [], DEFAULT)[0] == acc
+    # keep_bits = 6: the 1.6 format
+    cfg6 = PEConfig(keep_bits=6, kmax=9)
+    assert pe_group(Acc(False, 0, 0, 0x7F), [], [], cfg6)[0] == Acc(False, 0, 0, 0x7F)
+    with pytest.raises(ValueError, match="sig 128"):
+        pe_group(Acc(False, 0, 0, 0x80), [], [], cfg6)
+
+
+@pytest.mark.parametrize("eligible", [True, 5, [True], [3.5], ["ab"], [[True] * 7],
+                                      [[2] * 8], [None]])
+def test_malformed_eligible_masks_rejected(eligible):
+    with pytest.raises(ValueError, match="eligible"):
+        pe_group(Acc.ZERO, [0x3F80], [0x3F80], DEFAULT, eligible=eligible)
+
+
+def test_eligible_mask_forms_agree():
+    a, b = [0x3FAB, 0x3E55, 0x4000], [0x3F80, 0x3F80, 0xBF80]
+    as_int = pe_group(Acc.ZERO, a, b, DEFAULT, eligible=[0b101, 0, 0b010])
+    as_bools = pe_group(Acc.ZERO, a, b, DEFAULT,
+                        eligible=[[True, False, True] + [False] * 5, [False] * 8,
+                                  np.array([0, 1, 0, 0, 0, 0, 0, 0], bool)])
+    assert as_int == as_bools
+
+
 # ---------------------------------------------------------------------------------------------
 # per-cycle behaviour against exact arithmetic
 
@@ -235,8 +321,14 @@ def check_group_trace(acc0, a, b, cfg, eligible=None):
     queues = [lane_terms(x, y, cfg) for x, y in zip(a, b)]
     queues += [[] for _ in range(cfg.lanes - len(queues))]
     done = [(y >> 7) & 0xFF == 0 for y in list(b) + [0] * (cfg.lanes - len(b))]
+    masks = list(eligible or [])
     prev = acc0
     for c, tr in enumerate(trace):
+        # eligible = has a pending term, not done, and in this cycle's mask (all lanes past the
+        # end of the mask list): every in-mask lane with a pending term is eligible, no other
+        mask = masks[c] if c < len(masks) else (1 << cfg.lanes) - 1
+        assert tr.eligible == tuple(bool(queues[i]) and not done[i] and bool(mask >> i & 1)
+                                    for i in range(cfg.lanes))
         for i in tr.processed:
             assert tr.eligible[i] and tr.k[i] - tr.base <= cfg.dmax and tr.k[i] <= cfg.kmax
         for i in tr.dropped_a:
@@ -386,3 +478,81 @@ def test_last_term_is_trailing_zero_test():
             for idx, (t, _) in enumerate(terms):
                 j = 7 - t
                 assert (idx == len(terms) - 1) == (sig & ((1 << j) - 1) == 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# bit-exact comparison with the independent scalar oracle (tests/bf16util.py, spec §3.3)
+
+def _pe(**fields):
+    """A configuration with the smallest valid int_bits (the tightest adder)."""
+    probe = {k: v for k, v in fields.items() if k in ("lanes", "frac_bits", "keep_bits", "dmax")}
+    probe = {"lanes": 8, "frac_bits": 12, "keep_bits": 9, "dmax": 3, **probe}
+    return PEConfig(int_bits=required_int_bits(**probe), **fields)
+
+
+ORACLE_CONFIGS = [
+    DEFAULT, NO_OB, PEConfig(out_round="rne"), PEConfig(encoding="binary"),
+    PEConfig(encoding="binary", kmax=1023), PEConfig(dmax=12), _pe(dmax=0), _pe(lanes=1),
+    _pe(lanes=3, kmax=5, dmax=2), PEConfig(keep_bits=6, kmax=9), PEConfig(keep_bits=8, kmax=11),
+    _pe(keep_bits=1, frac_bits=4, kmax=4, dmax=1), _pe(frac_bits=20, kmax=23, dmax=5),
+    _pe(keep_bits=3, frac_bits=6, kmax=0, dmax=0),
+]
+
+
+def _random_acc(r, P):
+    if r.random() < 0.3:
+        return Acc.ZERO
+    exp = r.choice([r.randrange(-8, 9), r.randrange(-300, 301), r.choice([-512, 500, -260, 255])])
+    sig = r.choice([r.randrange(1 << P, 2 << P), 1 << P, (2 << P) - 1])
+    return Acc(False, r.randrange(2), exp, sig)
+
+
+def _random_group(r, nprng, L):
+    pick = r.random()
+    if pick < 0.4:
+        A, B = random_operands(nprng, 1, L, "mix")
+        return A[0].tolist()[:r.randint(0, L)] or [], B[0].tolist()
+    mode = r.choice(["ext", "near", "any"])
+    return [random_bf16(r, mode) for _ in range(L)], [random_bf16(r, mode) for _ in range(L)]
+
+
+def _label(cfg):
+    return ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+                    if getattr(cfg, f.name) != getattr(DEFAULT, f.name)) or "default"
+
+
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=_label)
+def test_matches_scalar_oracle(cfg):
+    r = random.Random(f"oracle:{cfg}")
+    nprng = np.random.default_rng(r.randrange(1 << 30))
+    L = cfg.lanes
+    for _ in range(300):
+        a, b = _random_group(r, nprng, L)
+        b = b[:len(a)]
+        acc0 = _random_acc(r, cfg.keep_bits)
+        masks = ([r.randrange(1 << L) for _ in range(r.randrange(8))] if r.random() < 0.3
+                 else [])
+        acc, cycles, trace = pe_group(acc0, a, b, cfg, masks)
+        ref_acc, ref_cycles, ref_trace = ref_pe_group(tuple(acc0), a, b, cfg, masks)
+        where = f"{cfg} acc0={acc0} a={[hex(x) for x in a]} b={[hex(x) for x in b]} {masks}"
+        assert tuple(acc) == ref_acc and cycles == ref_cycles, where
+        for c, (tr, (E, base, proc, ob_a, ob_b, k, racc)) in enumerate(zip(trace, ref_trace)):
+            assert (tr.E, tr.base, tr.processed, tr.dropped_a, tr.dropped_b) \
+                == (E, base, proc, ob_a, ob_b), f"cycle {c}: {where}"
+            assert tr.k == tuple(k.get(i) for i in range(L)), f"cycle {c}: {where}"
+            assert tuple(tr.acc) == racc, f"cycle {c}: {where}"
+        for rnd in ("trunc", "rne"):
+            ro = dataclasses.replace(cfg, out_round=rnd)
+            assert read_out(acc, ro) == ref_read_out(ref_acc, cfg.keep_bits, rnd), where
+    # batch model on 3-group dot products: the oracle chained group after group
+    A = np.array([[random_bf16(r, "near") for _ in range(3 * L)] for _ in range(40)])
+    B = np.array([[random_bf16(r, r.choice(["near", "any"])) for _ in range(3 * L)]
+                  for _ in range(40)])
+    accs, group_cycles = pe_dot_batch_acc(A, B, cfg)
+    for row in range(40):
+        ref = tuple(Acc.ZERO)
+        for g in range(3):
+            ref, c, _ = ref_pe_group(ref, A[row, g * L:(g + 1) * L].tolist(),
+                                     B[row, g * L:(g + 1) * L].tolist(), cfg)
+            assert group_cycles[row, g] == c
+        assert tuple(accs[row]) == ref

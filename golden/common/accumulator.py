@@ -20,7 +20,7 @@ from .. import check_choice, check_int
 OUT_ROUNDS = ("trunc", "rne")
 
 
-def min_int_bits(lanes: int, frac_bits: int, keep_bits: int, sum_max: int) -> int:
+def min_int_bits(frac_bits: int, keep_bits: int, sum_max: int) -> int:
     """Integer bits (above the ``frac_bits`` fraction) holding ``acc + sum`` at full scale."""
     acc_max = ((1 << (keep_bits + 1)) - 1) << (frac_bits - keep_bits)
     return max(1, (acc_max + sum_max).bit_length() - frac_bits)
@@ -161,10 +161,51 @@ def read_out_bits(zero, sign, exp, sig, cfg):
     return np.where(zero, 0, bits).astype(np.uint16)
 
 
-def acc_arrays(acc, n):
-    acc = Acc(*acc)
+#: the RTL's accumulator exponent register is 10-bit signed (spec §1.2 [C], §3.4)
+ACC_EXP_MIN, ACC_EXP_MAX = -(1 << 9), (1 << 9) - 1
+
+
+def check_acc(acc, keep_bits: int) -> Acc:
+    """An :class:`Acc` (or 4-tuple) validated against the ``1.P`` format (``P = keep_bits``).
+
+    Raises
+    ------
+    ValueError
+        A non-zero accumulator whose ``sig`` is outside ``[2**P, 2**(P+1))``, whose ``sign`` is
+        not 0 or 1, or whose ``exp`` is outside the RTL's 10-bit signed range.
+    """
+    try:
+        acc = Acc(*acc)
+    except TypeError:
+        raise ValueError(f"accumulator {acc!r} must be an Acc(zero, sign, exp, sig)") from None
+    if acc.zero:
+        return Acc.ZERO
+    for name in ("sign", "exp", "sig"):
+        v = getattr(acc, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"accumulator {acc!r}: {name} must be an int, got {v!r}")
+    if acc.sign not in (0, 1):
+        raise ValueError(f"accumulator {acc!r}: sign {acc.sign} is not 0 or 1")
+    if not (1 << keep_bits) <= acc.sig < (2 << keep_bits):
+        raise ValueError(f"accumulator {acc!r}: sig {acc.sig} is outside "
+                         f"[2**{keep_bits}, 2**{keep_bits + 1}) of the 1.{keep_bits} format")
+    if not ACC_EXP_MIN <= acc.exp <= ACC_EXP_MAX:
+        raise ValueError(f"accumulator {acc!r}: exp {acc.exp} is outside the 10-bit signed "
+                         f"range {ACC_EXP_MIN}..{ACC_EXP_MAX}")
+    return acc
+
+
+def acc_arrays(acc, n, keep_bits: int):
+    """``n`` copies of a validated accumulator as the ``(zero, sign, exp, sig)`` arrays."""
+    acc = check_acc(acc, keep_bits)
     return (np.full(n, bool(acc.zero)), np.full(n, int(acc.sign), dtype=np.int64),
             np.full(n, int(acc.exp), dtype=np.int64), np.full(n, int(acc.sig), dtype=np.int64))
+
+
+def acc_from_arrays(arrays, row: int = 0) -> Acc:
+    """Row ``row`` of ``(zero, sign, exp, sig)`` arrays as an :class:`Acc`."""
+    z, s, e, m = arrays
+    return Acc(bool(z[row]), int(s[row]), int(e[row]), int(m[row]))
 
 
 def read_out(acc, cfg) -> int:
@@ -173,17 +214,20 @@ def read_out(acc, cfg) -> int:
     ``cfg.out_round`` selects truncation of the kept fraction to 7 bits (the paper's
     "extracting only 7b") or RNE; a biased exponent >= 255 gives ±Inf, <= 0 gives ±0.
     """
-    return int(read_out_bits(*acc_arrays(acc, 1), cfg)[0])
+    return int(read_out_bits(*acc_arrays(acc, 1, cfg.keep_bits), cfg)[0])
 
 
 def group_operands(A, B, lanes):
-    """Validate and pad operand arrays to shape (n, groups * lanes)."""
+    """Validate and pad operand arrays to shape (n, groups * lanes); an empty row is one group."""
     A = np.asarray(A)
     B = np.asarray(B)
     if A.shape != B.shape:
         raise ValueError(f"A and B must have the same shape, got {A.shape} and {B.shape}")
     if A.ndim != 2:
         raise ValueError(f"A and B must be 2-D (n, K) arrays of bf16 bits, got shape {A.shape}")
+    if A.size == 0:
+        # an empty array has no element to carry a dtype: give it the integer one
+        A, B = A.astype(np.int64), B.astype(np.int64)
     K = A.shape[1]
     pad = (-K) % lanes if K else lanes
     if pad:
@@ -192,6 +236,50 @@ def group_operands(A, B, lanes):
     return A, B
 
 
+def group_row(a, b, lanes):
+    """One group of at most ``lanes`` (A, B) bf16 pairs as zero-padded (1, lanes) arrays."""
+    A, B = _vector(a, "a"), _vector(b, "b")
+    if len(A) != len(B) or len(A) > lanes:
+        raise ValueError(f"a and b need equal lengths of at most {lanes}, "
+                         f"got {len(A)} and {len(B)}")
+    return group_operands(A[None, :], B[None, :], lanes)
+
+
+def dot_row(a, b):
+    """One dot product's operand vectors as (1, K) arrays for the batch models."""
+    A, B = _vector(a, "a"), _vector(b, "b")
+    if A.shape != B.shape:
+        raise ValueError(f"a and b must have the same length, got {A.shape} and {B.shape}")
+    return A[None, :], B[None, :]
+
+
+def _vector(x, name):
+    """A 1-D operand array; the dtype is kept so that :func:`decode_bf16` rejects floats."""
+    v = np.asarray(x)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of bf16 bit patterns, "
+                         f"got shape {v.shape}")
+    return v
+
+
+def run_groups(A, B, cfg, acc, step):
+    """Row-wise dot products group after group.
+
+    ``step(A_g, B_g, acc_arrays)`` runs one group of ``cfg.lanes`` pairs on every row and
+    returns ``(acc_arrays, cycles per row)``.  Returns the final accumulator arrays and the
+    cycles of every (row, group).
+    """
+    A, B = group_operands(A, B, cfg.lanes)
+    n, K = A.shape
+    acc_arr = acc_arrays(acc if acc is not None else Acc.ZERO, n, cfg.keep_bits)
+    cycles = np.zeros((n, K // cfg.lanes), dtype=np.int64)
+    for g in range(0, K, cfg.lanes):
+        acc_arr, cycles[:, g // cfg.lanes] = step(A[:, g:g + cfg.lanes], B[:, g:g + cfg.lanes],
+                                                  acc_arr)
+    return acc_arr, cycles
+
+
 __all__ = ["OUT_ROUNDS", "min_int_bits", "check_accumulator_fields", "check_adder_fields", "Acc",
            "ACC_ZERO", "decode_bf16", "bit_length", "shift_jam", "align_acc", "norm_rne",
-           "read_out_bits", "acc_arrays", "read_out", "group_operands"]
+           "read_out_bits", "ACC_EXP_MIN", "ACC_EXP_MAX", "check_acc", "acc_arrays",
+           "acc_from_arrays", "read_out", "group_operands", "group_row", "dot_row", "run_groups"]

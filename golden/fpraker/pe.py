@@ -38,8 +38,10 @@ Choices beyond the spec
   a full accumulator); :func:`required_int_bits` computes it (5 for the defaults, spec TV7).
 * ``kmax`` up to 1023: any value above the largest reachable ``k`` (< 800 for bfloat16 inputs)
   disables out-of-bounds skipping.
-* The golden model keeps exponents as unbounded integers; the RTL's 10-bit signed exponent
-  holds every exponent reachable by dot products shorter than ``2**250`` terms.
+* A starting accumulator must be in the ``1.P`` format with an exponent in the RTL's 10-bit
+  signed range (:func:`golden.common.accumulator.check_acc`, ``ValueError`` otherwise).  Inside
+  a dot product the model keeps exponents as unbounded integers; the RTL's 10-bit signed
+  exponent holds every exponent reachable by dot products shorter than ``2**250`` terms.
 * ``eligible`` (per-cycle lane masks, spec §11) models neighbour stalls in a tile: a lane
   outside the mask neither presents its term nor is checked for OB-a that cycle.
 """
@@ -50,10 +52,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import check_choice, check_int
-from ..common.accumulator import (ACC_ZERO, OUT_ROUNDS, Acc, acc_arrays, align_acc,
-                                  check_accumulator_fields, check_adder_fields, decode_bf16,
-                                  group_operands, min_int_bits, norm_rne, read_out, read_out_bits,
-                                  shift_jam)
+from ..common.accumulator import (ACC_ZERO, OUT_ROUNDS, Acc, acc_arrays, acc_from_arrays,
+                                  align_acc, check_accumulator_fields, check_adder_fields,
+                                  decode_bf16, dot_row, group_row, min_int_bits, norm_rne,
+                                  read_out, read_out_bits, run_groups, shift_jam)
 from .encoder import ENCODINGS, recode
 
 #: largest accepted kmax; above every k reachable with bfloat16 operands (OB disabled)
@@ -69,7 +71,7 @@ def required_int_bits(lanes: int, frac_bits: int, keep_bits: int, dmax: int) -> 
     tree = (lanes * 255) << dmax
     sh = frac_bits - 7 - dmax
     tg = tree << sh if sh >= 0 else (tree >> -sh) + 1
-    return min_int_bits(lanes, frac_bits, keep_bits, tg)
+    return min_int_bits(frac_bits, keep_bits, tg)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,9 @@ class PEConfig:
     frac_bits: int = 12
     #: P, fraction bits kept after each step's RNE, 1..9 (paper: 9, the 1.9 accumulator)
     keep_bits: int = 9
-    #: out-of-bounds threshold on k (paper: "emax-12"); up to 1023, large values disable OB
+    #: KMAX, out-of-bounds threshold on k (paper: "emax-12"); up to 1023, large values disable
+    #: OB.  Spec §3.3 defines the default as ``keep_bits + 3``: 12 is that value for the paper's
+    #: keep_bits = 9, so set kmax = keep_bits + 3 explicitly when changing keep_bits
     kmax: int = 12
     #: largest k difference processed in one cycle, 0..frac_bits (Fig. 4: 3; Fig. 3: 12)
     dmax: int = 3
@@ -106,14 +110,15 @@ class CycleTrace(NamedTuple):
     """What the PE did in one cycle of a group (spec §11, ``pe_cycle`` trace fields).
 
     ``E`` is ``None`` when no lane was eligible and the accumulator was zero; ``k``/``tp`` hold
-    ``None`` for lanes that presented no eligible term; ``base`` is ``None`` when no lane ran.
+    ``None`` for lanes that were not eligible this cycle (no term, done, or masked out);
+    ``base`` is ``None`` when no lane ran.
     """
 
     #: alignment exponent of the step (step E)
     E: int | None
     #: per lane: k = E - ABe + t of the presented eligible term, else None
     k: tuple
-    #: per lane: t + 1 of the presented term (encoder's tp), or None if the lane had no term
+    #: per lane: t + 1 of the presented eligible term (encoder's tp), else None
     tp: tuple
     #: per lane: the lane was eligible this cycle
     eligible: tuple
@@ -250,14 +255,29 @@ def _run_group(ln, acc, cfg):
 # public API
 
 def _mask_row(m, lanes):
-    if isinstance(m, (int, np.integer)) and not isinstance(m, bool):
+    """One cycle's eligible mask (int bit mask or ``lanes`` bools) as a (1, lanes) bool array."""
+    if isinstance(m, (int, np.integer)) and not isinstance(m, (bool, np.bool_)):
         if not 0 <= int(m) < (1 << lanes):
             raise ValueError(f"eligible mask {m!r} does not fit {lanes} lanes")
         return np.array([[(int(m) >> i) & 1 == 1 for i in range(lanes)]])
-    row = [bool(x) for x in m]
-    if len(row) != lanes:
-        raise ValueError(f"eligible mask {m!r} must have {lanes} entries")
-    return np.array([row])
+    if isinstance(m, (str, bytes)) or not hasattr(m, "__len__"):
+        raise ValueError(f"eligible mask {m!r}: expected an int bit mask (bit i = lane i) or a "
+                         f"sequence of {lanes} bools")
+    row = list(m)
+    if len(row) != lanes or not all(isinstance(x, (bool, np.bool_)) or x in (0, 1)
+                                    for x in row):
+        raise ValueError(f"eligible mask {m!r}: a sequence mask must have {lanes} bools")
+    return np.array([[bool(x) for x in row]])
+
+
+def _mask_rows(eligible, lanes):
+    """The per-cycle masks of :func:`pe_group`'s ``eligible`` argument."""
+    if eligible is None:
+        return []
+    if isinstance(eligible, (str, bytes)) or not hasattr(eligible, "__len__"):
+        raise ValueError(f"eligible={eligible!r}: expected a sequence of per-cycle masks "
+                         "(one int bit mask or bool sequence per cycle)")
+    return [_mask_row(m, lanes) for m in eligible]
 
 
 def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
@@ -285,29 +305,28 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
     cycles : int
     trace : list of CycleTrace
         One entry per cycle.
+
+    Raises
+    ------
+    ValueError
+        Operands that are not integer bf16 bit patterns (or have exponent field 255), more than
+        ``cfg.lanes`` pairs, a malformed eligible mask, or an ``acc`` outside the ``1.P`` format
+        (:func:`golden.common.accumulator.check_acc`).
     """
-    a = list(a)
-    b = list(b)
-    if len(a) != len(b) or len(a) > cfg.lanes:
-        raise ValueError(f"a and b need equal lengths of at most {cfg.lanes}, "
-                         f"got {len(a)} and {len(b)}")
-    A, B = group_operands([a + [0] * (cfg.lanes - len(a))],
-                           [b + [0] * (cfg.lanes - len(b))], cfg.lanes)
+    A, B = group_row(a, b, cfg.lanes)
     ln = _Lanes(A, B, cfg)
-    cur = acc_arrays(acc, 1)
-    eligible = list(eligible) if eligible is not None else []
+    cur = acc_arrays(acc, 1, cfg.keep_bits)
+    masks = _mask_rows(eligible, cfg.lanes)
     trace = []
     while True:
         c = len(trace)
-        mask = _mask_row(eligible[c], cfg.lanes) if c < len(eligible) else None
-        cur, d = _step(ln, cur, cfg, mask)
-        new = Acc(bool(cur[0][0]), int(cur[1][0]), int(cur[2][0]), int(cur[3][0]))
+        cur, d = _step(ln, cur, cfg, masks[c] if c < len(masks) else None)
+        new = acc_from_arrays(cur)
         el = d["elig"][0]
         trace.append(CycleTrace(
             E=int(d["E"][0]) if d["has_E"][0] else None,
             k=tuple(int(d["k"][0, i]) if el[i] else None for i in range(cfg.lanes)),
-            tp=tuple(int(d["t"][0, i]) + 1 if (el[i] or d["ob_a"][0, i]) else None
-                     for i in range(cfg.lanes)),
+            tp=tuple(int(d["t"][0, i]) + 1 if el[i] else None for i in range(cfg.lanes)),
             eligible=tuple(bool(x) for x in el),
             base=int(d["base"][0]) if d["any_run"][0] else None,
             processed=tuple(int(i) for i in np.flatnonzero(d["proc"][0])),
@@ -322,14 +341,8 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
 
 def _dot(A, B, cfg, acc):
     """Accumulator arrays and cycles per (row, group) of the row-wise dot products."""
-    A, B = group_operands(A, B, cfg.lanes)
-    n, K = A.shape
-    acc_arr = acc_arrays(acc if acc is not None else Acc.ZERO, n)
-    cycles = np.zeros((n, K // cfg.lanes), dtype=np.int64)
-    for g in range(0, K, cfg.lanes):
-        ln = _Lanes(A[:, g:g + cfg.lanes], B[:, g:g + cfg.lanes], cfg)
-        acc_arr, cycles[:, g // cfg.lanes] = _run_group(ln, acc_arr, cfg)
-    return acc_arr, cycles
+    return run_groups(A, B, cfg, acc, lambda a, b, acc_arr: _run_group(_Lanes(a, b, cfg),
+                                                                         acc_arr, cfg))
 
 
 def pe_dot_batch(A, B, cfg: PEConfig = PEConfig(), acc=None):
@@ -369,7 +382,7 @@ def pe_dot_batch_acc(A, B, cfg: PEConfig = PEConfig(), acc=None):
         Cycles of each group of ``cfg.lanes`` pairs (row sums are :func:`pe_dot_batch`'s).
     """
     acc_arr, cycles = _dot(A, B, cfg, acc)
-    return [Acc(bool(z), int(s), int(e), int(m)) for z, s, e, m in zip(*acc_arr)], cycles
+    return [acc_from_arrays(acc_arr, r) for r in range(len(acc_arr[0]))], cycles
 
 
 def pe_dot(a, b, cfg: PEConfig = PEConfig()):
@@ -382,8 +395,7 @@ def pe_dot(a, b, cfg: PEConfig = PEConfig()):
     cycles : int
         PE cycles (sum over the groups of ``cfg.lanes`` pairs).
     """
-    out, cycles = pe_dot_batch(np.asarray([list(a)], dtype=np.int64).reshape(1, -1),
-                               np.asarray([list(b)], dtype=np.int64).reshape(1, -1), cfg)
+    out, cycles = pe_dot_batch(*dot_row(a, b), cfg)
     return int(out[0]), int(cycles[0])
 
 

@@ -19,9 +19,10 @@ EXP_W = 10
 class Accumulator:
     """The accumulator step shared by the FPRaker and baseline PEs (spec §1.2, §3.3).
 
-    ``build`` aligns the accumulator (``zero, sign, exp, sig`` values) to the exponent ``E``,
-    adds the signed partial sum ``tg`` (already on the ``2**(E - F)`` grid) and normalizes with
-    RNE; it returns the next ``(zero, sign, exp, sig)`` signals.  Combinational.
+    :meth:`align` puts the accumulator (``zero, sign, exp, sig`` values) on the ``2**(E - F)``
+    grid of the step exponent ``E`` as a signed integer; the PE adds its partial sum (already on
+    that grid) and :meth:`normalize` rounds the sum back to ``1.P`` with RNE, returning the next
+    ``(zero, sign, exp, sig)`` signals.  Combinational.
     """
 
     def __init__(self, frac_bits: int, keep_bits: int, int_bits: int):

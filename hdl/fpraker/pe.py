@@ -48,12 +48,9 @@ from ..common.accumulator import EXP_W, XW, Accumulator, bf16_read_out
 from ..common.arith import adder_tree, jam_right, tree_reduce
 from .encoder import TermEncoder
 
-def _operand(m, bits, name):
-    """bf16 bits → (active, sign, unbiased exponent (10b signed), 8-bit significand)."""
-    e = bits[7:15]
-    act = Signal(name=f"{name}_act")
-    m.d.comb += act.eq(e != 0)
-    return act, bits[15], e, Cat(bits[:7], Const(1, 1))
+def _operand(bits):
+    """bf16 bits → (sign, raw 8-bit biased exponent field, 7-bit mantissa field)."""
+    return bits[15], bits[7:15], bits[:7]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,14 +138,15 @@ class PECore(wiring.Component):
             self.ready.eq(~self.busy | self.last),
             self.load.eq(self.start & self.ready),
         ]
-        ops = [(_operand(m, self.a[i], f"a{i}"), _operand(m, self.b[i], f"b{i}"))
-               for i in range(L)]
         with m.If(self.load):
             m.d.sync += [self.busy.eq(1), fresh.eq(self.clear)]
-            for i, ((act_a, sa, ea, ma), (act_b, sb, eb, mb)) in enumerate(ops):
+            for i in range(L):
+                (sa, ea, ma), (sb, eb, mb) = _operand(self.a[i]), _operand(self.b[i])
+                # a lane whose B is zero or denormal is done from the start (spec §1.3); a zero
+                # A simply has no terms (the encoder lane is loaded empty)
                 m.d.sync += [
-                    abe[i].eq(ea + eb - 254), manb[i].eq(mb[:7]), psgn[i].eq(sa ^ sb),
-                    mana[i].eq(ma[:7]), self.done[i].eq(~act_b),
+                    abe[i].eq(ea + eb - 254), manb[i].eq(mb), psgn[i].eq(sa ^ sb),
+                    mana[i].eq(ma), self.done[i].eq(eb == 0),
                 ]
         with m.Elif(self.last):
             m.d.sync += self.busy.eq(0)
@@ -320,5 +318,4 @@ class PE(wiring.Component):
         return m
 
 
-__all__ = ["PECore", "PE", "Accumulator", "tree_reduce", "adder_tree", "jam_right",
-           "bf16_read_out", "XW", "EXP_W"]
+__all__ = ["PECore", "PE"]
