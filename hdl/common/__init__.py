@@ -1,7 +1,7 @@
 """Building blocks shared by several units: leading-one detection and priority encoding here;
 arithmetic trees and shifters in :mod:`.arith`; the FPRaker/baseline accumulator in :mod:`.accumulator`."""
 
-from amaranth.hdl import Const, Signal, unsigned
+from amaranth.hdl import Signal
 from amaranth.utils import ceil_log2
 
 
@@ -20,11 +20,21 @@ def msb_index(m, value, *, name: str = "msb") -> Signal:
     return index
 
 
-def onehot(m, index, width: int, *, name: str = "onehot") -> Signal:
-    """A ``width``-bit one-hot decode of ``index`` (zero when ``index >= width``)."""
-    out = Signal(width, name=name)
-    m.d.comb += out.eq(Const(1, unsigned(width + 1)) << index)
-    return out
+def leading_one(m, value, *, name: str = "lead"):
+    """Isolate the most significant set bit of ``value``.
+
+    Returns ``(lead, lower)``: ``lead`` is one-hot at the leading one (zero when ``value`` is
+    0) and ``lower`` is ``value`` with that bit cleared.  Built from a prefix OR from the MSB
+    down (``above[j]`` = any bit above ``j`` is set), so no index is decoded back into a mask.
+    """
+    width = len(value)
+    above = Signal(width, name=f"{name}_above")
+    for j in range(width - 1):
+        m.d.comb += above[j].eq(value[j + 1:].any())
+    lead = Signal(width, name=name)
+    lower = Signal(width, name=f"{name}_lower")
+    m.d.comb += [lead.eq(value & ~above), lower.eq(value & above)]
+    return lead, lower
 
 
-__all__ = ["msb_index", "onehot"]
+__all__ = ["msb_index", "leading_one"]

@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from golden.fpraker import EncoderConfig
 
-from ..common import msb_index, onehot
+from ..common import leading_one
 
 #: digit positions j = 0..8; bit j is the term at t = 7 - j
 DIGITS = 9
@@ -80,11 +80,14 @@ class TermEncoderLane(wiring.Component):
         else:
             m.d.comb += [digits.eq(self.sig), negs.eq(0)]
 
-        j = msb_index(m, rem, name="term_j")
+        # the current term is the leading digit: isolate it instead of encoding an index and
+        # decoding it again for the pop; tp = 8 - j is then an OR over the one-hot lead
+        lead, rest = leading_one(m, rem, name="term")
         m.d.comb += [
             self.valid.eq(rem.any()),
-            self.tp.eq(8 - j),
-            self.neg.eq(negm.bit_select(j, 1)),
+            self.tp.eq(Cat(*(Cat(*(lead[j] for j in range(DIGITS) if (8 - j) >> b & 1)).any()
+                             for b in range(4)))),
+            self.neg.eq((negm & lead).any()),
         ]
 
         with m.If(self.load):
@@ -96,7 +99,7 @@ class TermEncoderLane(wiring.Component):
         with m.Elif(self.drop):
             m.d.sync += rem.eq(0)
         with m.Elif(self.advance):
-            m.d.sync += rem.eq(rem & ~onehot(m, j, DIGITS, name="term_pop"))
+            m.d.sync += rem.eq(rest)
         return m
 
 
