@@ -1,9 +1,10 @@
 """Tensor files for statistics: ``.npy``, ``.npz`` and ``.safetensors``, read in bounded chunks.
 
-No deep-learning framework is needed: ``.npy`` files are memory-mapped, ``.npz`` members are
-streamed out of the zip archive, and ``.safetensors`` files are parsed directly (an 8-byte
-little-endian header length, a JSON header of ``{name: {dtype, shape, data_offsets}}``, then the
-raw little-endian data) and memory-mapped.
+No deep-learning framework is needed: ``.npy`` files and ``.npz`` members are read after their
+NumPy headers, and ``.safetensors`` files are parsed directly (an 8-byte little-endian header
+length, a JSON header of ``{name: {dtype, shape, data_offsets}}``, then the raw little-endian
+data).  Data is read chunk by chunk with plain reads, so memory use is bounded by the chunk size
+whatever the file size.
 
 Values come out as bit patterns: float32 and uint32 tensors as FP32 (``uint32``), safetensors
 ``BF16`` tensors and ``uint16`` arrays as bfloat16 (``uint16``), float16 and float64 tensors
@@ -79,21 +80,37 @@ def _numpy_fmt(dtype: np.dtype, where: str) -> str:
                     "uint16 bf16 bit patterns)")
 
 
-def _array_chunks(array, fmt: str) -> Callable[[int], Iterator[np.ndarray]]:
+def _file_chunks(path: Path, offset: int, dtype: np.dtype, count: int, fmt: str,
+                 where: str) -> Callable[[int], Iterator[np.ndarray]]:
+    """Chunks of ``count`` values stored from byte ``offset`` of a file, read with plain reads
+    (not a memory map) so that only one chunk is ever resident."""
     def gen(size: int):
-        flat = array.ravel(order="K")  # storage order: a view of a memory map, never a copy
-        for start in range(0, flat.size, size):
-            yield _as_bits(np.ascontiguousarray(flat[start:start + size]), fmt)
+        with open(path, "rb") as f:
+            f.seek(offset)
+            done = 0
+            while done < count:
+                n = min(size, count - done)
+                data = np.fromfile(f, dtype=dtype, count=n)
+                if data.size != n:
+                    raise FlowError(f"{where}: truncated: {done + data.size} of {count} values present")
+                yield _as_bits(data, fmt)
+                done += n
     return gen
 
 
 def _npy(path: Path) -> list[Tensor]:
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        with open(path, "rb") as f:
+            shape, _, dtype = _npy_header(f)
+            offset = f.tell()
     except (ValueError, OSError) as e:
         raise FlowError(f"{path}: not a readable .npy file ({e})") from None
-    fmt = _numpy_fmt(arr.dtype, str(path))
-    return [Tensor(path.stem, arr.shape, fmt, str(arr.dtype), _array_chunks(arr, fmt))]
+    if dtype.hasobject:
+        raise FlowError(f"{path}: object arrays are not tensors")
+    fmt = _numpy_fmt(dtype, str(path))
+    count = int(np.prod(shape, dtype=np.int64))
+    return [Tensor(path.stem, tuple(shape), fmt, str(dtype),
+                   _file_chunks(path, offset, dtype, count, fmt, str(path)))]
 
 
 def _npy_header(f):
@@ -176,9 +193,9 @@ def _safetensors(path: Path) -> list[Tensor]:
             raise bad(f"tensor {name!r} data_offsets {offsets} do not match its shape {shape}")
         if base + end > size:
             raise bad(f"tensor {name!r} ends at byte {base + end} but the file has {size} bytes")
-        arr = np.memmap(path, dtype=np_dtype, mode="r", offset=base + begin, shape=(count,)) \
-            if count else np.zeros(0, np_dtype)
-        tensors.append(Tensor(name, shape, fmt, dtype, _array_chunks(arr, fmt)))
+        tensors.append(Tensor(name, shape, fmt, dtype,
+                              _file_chunks(path, base + begin, np.dtype(np_dtype), count, fmt,
+                                           f"{path}: tensor {name!r}")))
     return tensors
 
 

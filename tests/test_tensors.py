@@ -106,6 +106,13 @@ def _truncated_npz(p):
     return p / "cut.npz"
 
 
+def _truncated_npy(p):
+    np.save(p / "t.npy", np.zeros(1000, np.float32))
+    raw = (p / "t.npy").read_bytes()
+    (p / "t.npy").write_bytes(raw[:-400])
+    return p / "t.npy"
+
+
 def _safetensors_with(p, header: bytes, data: bytes = b""):
     path = p / "x.safetensors"
     path.write_bytes(len(header).to_bytes(8, "little") + header + data)
@@ -131,6 +138,7 @@ def test_cli_tensor_stats(tmp_path, data, capsys):
     (lambda p: (np.save(p / "inf.npy", np.array([1.0, np.inf], np.float32)), p / "inf.npy")[1],
      "Inf/NaN"),
     (_truncated_npz, "truncated: 900 of 1000 values"),
+    (_truncated_npy, "truncated: 900 of 1000 values"),
     (lambda p: _safetensors_with(p, b"[1, 2]"), "not a JSON object"),
     (lambda p: _safetensors_with(p, b'{"w": {"dtype": "F32", "shape": [4]}}'),
      "lacks dtype, shape or data_offsets"),
