@@ -14,7 +14,7 @@ from amaranth.utils import ceil_log2
 
 from golden.baseline import BaselineConfig
 
-from .common.accumulator import EXP_W, XW, Accumulator, bf16_read_out
+from .common.accumulator import XW, Accumulator, accumulator_ports, bf16_read_out
 from .common.arith import adder_tree, jam_right, tree_reduce
 
 
@@ -52,9 +52,7 @@ class BF16PE(wiring.Component):
             "start": In(1), "clear": In(1),
             "a": In(16).array(lanes), "b": In(16).array(lanes),
             "exp_e": Out(signed(XW)),
-            "acc_zero": Out(1, init=1), "acc_sign": Out(1), "acc_exp": Out(signed(EXP_W)),
-            "acc_sig": Out(cfg.keep_bits + 1),
-            "out": Out(16),
+            **accumulator_ports(cfg.keep_bits),
         })
 
     def elaborate(self, platform):

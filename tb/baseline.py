@@ -9,7 +9,7 @@ from cocotb.triggers import FallingEdge
 from golden.baseline import Acc, BaselineConfig, baseline_group, read_out
 from golden.fpraker.pe import random_operands
 
-from .common import config_from_env, effort, port, rng, sint, start, uint
+from .common import config_from_env, drive_array, effort, rng, sint, start, uint
 
 
 class Harness:
@@ -33,11 +33,8 @@ class Harness:
     async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
         """Present one group (or an idle cycle with ``start=False``) and check the result."""
         dut, L = self.dut, self.cfg.lanes
-        a = list(a) + [0] * (L - len(a))
-        b = list(b) + [0] * (L - len(b))
-        for i in range(L):
-            port(dut, "a", i).value = a[i]
-            port(dut, "b", i).value = b[i]
+        drive_array(dut, "a", a, L)
+        drive_array(dut, "b", b, L)
         dut.start.value = int(start)
         dut.clear.value = int(clear)
         if start:

@@ -63,6 +63,13 @@ def port(dut, name: str, index: int | None = None):
     return getattr(dut, name if index is None else f"{name}__{index}")
 
 
+def drive_array(dut, name: str, values, lanes: int, pad: int = 0) -> None:
+    """Drive the array port ``name__0 .. name__<lanes-1>``; missing values get ``pad``."""
+    values = list(values)
+    for i in range(lanes):
+        port(dut, name, i).value = values[i] if i < len(values) else pad
+
+
 def uint(handle) -> int:
     """A port's current value as an unsigned int (1-bit ports read as ``Logic``, wider ones as
     ``LogicArray``; both raise if any bit is X or Z)."""

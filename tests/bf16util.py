@@ -6,6 +6,7 @@ are compared against bit for bit, so they must not share code with them.  The te
 textbook NAF digit loop (not the spec's ``3n`` recoder that ``golden`` uses).
 """
 
+import dataclasses
 from fractions import Fraction
 
 
@@ -208,3 +209,10 @@ def random_bf16(r, mode: str) -> int:
     if r.random() < 0.25:
         m = r.choice([0, 0x7F, 0x2B, 0x55, 0x7E, 0x35, 0x01, 0x40])
     return s | e << 7 | m
+
+
+def config_label(cfg) -> str:
+    """A test id naming the fields of a configuration dataclass that differ from its defaults."""
+    default = type(cfg)()
+    return ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+                    if getattr(cfg, f.name) != getattr(default, f.name)) or "default"

@@ -15,7 +15,7 @@ from golden.baseline import (Acc, BaselineConfig, baseline_dot, baseline_dot_bat
 from golden.common import bf16_to_float
 from golden.fpraker.pe import PEConfig, pe_dot_batch, random_operands
 
-from bf16util import bf16_value, random_bf16, ref_baseline_group, ref_read_out
+from bf16util import bf16_value, config_label, random_bf16, ref_baseline_group, ref_read_out
 
 DEFAULT = BaselineConfig()
 
@@ -166,12 +166,7 @@ ORACLE_CONFIGS = [DEFAULT, BaselineConfig(out_round="rne"), _cfg(lanes=1), _cfg(
                   _cfg(frac_bits=15), _cfg(frac_bits=20)]
 
 
-def _label(cfg):
-    return ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
-                    if getattr(cfg, f.name) != getattr(DEFAULT, f.name)) or "default"
-
-
-@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=_label)
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=config_label)
 def test_matches_scalar_oracle(cfg):
     r = random.Random(f"oracle:{cfg}")
     nprng = np.random.default_rng(r.randrange(1 << 30))

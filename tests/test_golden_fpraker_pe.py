@@ -14,7 +14,7 @@ from golden.fpraker import encode_terms
 from golden.fpraker.pe import (Acc, PEConfig, pe_dot, pe_dot_batch, pe_dot_batch_acc, pe_group,
                                random_operands, read_out, required_int_bits)
 
-from bf16util import bf16_value, random_bf16, ref_pe_group, ref_read_out
+from bf16util import bf16_value, config_label, random_bf16, ref_pe_group, ref_read_out
 
 DEFAULT = PEConfig()
 NO_OB = PEConfig(kmax=1023)
@@ -516,12 +516,7 @@ def _random_group(r, nprng, L):
     return [random_bf16(r, mode) for _ in range(L)], [random_bf16(r, mode) for _ in range(L)]
 
 
-def _label(cfg):
-    return ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
-                    if getattr(cfg, f.name) != getattr(DEFAULT, f.name)) or "default"
-
-
-@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=_label)
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=config_label)
 def test_matches_scalar_oracle(cfg):
     r = random.Random(f"oracle:{cfg}")
     nprng = np.random.default_rng(r.randrange(1 << 30))

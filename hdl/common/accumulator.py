@@ -105,4 +105,12 @@ def bf16_read_out(m, zero, sign, exp, sig, keep_bits: int, out_round: str):
     return out
 
 
-__all__ = ["XW", "EXP_W", "Accumulator", "bf16_read_out"]
+def accumulator_ports(keep_bits: int) -> dict:
+    """Signature members exposing an accumulator register and its bfloat16 read-out."""
+    from amaranth.lib.wiring import Out
+
+    return {"acc_zero": Out(1, init=1), "acc_sign": Out(1), "acc_exp": Out(signed(EXP_W)),
+            "acc_sig": Out(keep_bits + 1), "out": Out(16)}
+
+
+__all__ = ["XW", "EXP_W", "Accumulator", "accumulator_ports", "bf16_read_out"]

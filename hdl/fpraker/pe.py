@@ -44,7 +44,7 @@ from amaranth.utils import bits_for, ceil_log2
 
 from golden.fpraker import EncoderConfig, PEConfig
 
-from ..common.accumulator import EXP_W, XW, Accumulator, bf16_read_out
+from ..common.accumulator import EXP_W, XW, Accumulator, accumulator_ports, bf16_read_out
 from ..common.arith import adder_tree, jam_right, tree_reduce
 from .encoder import TermEncoder
 
@@ -112,9 +112,7 @@ class PECore(wiring.Component):
             "load": Out(1), "ready": Out(1), "busy": Out(1), "last": Out(1),
             "consume": Out(lanes), "drop": Out(lanes), "done": Out(lanes),
             "exp_e": Out(signed(XW)), "base": Out(_k_width(cfg)),
-            "acc_zero": Out(1, init=1), "acc_sign": Out(1), "acc_exp": Out(signed(EXP_W)),
-            "acc_sig": Out(cfg.keep_bits + 1),
-            "out": Out(16),
+            **accumulator_ports(cfg.keep_bits),
         })
 
     def elaborate(self, platform):
@@ -284,9 +282,7 @@ class PE(wiring.Component):
             "ready": Out(1), "busy": Out(1), "last": Out(1),
             "consume": Out(lanes), "done": Out(lanes),
             "exp_e": Out(signed(XW)), "base": Out(_k_width(cfg)),
-            "acc_zero": Out(1), "acc_sign": Out(1), "acc_exp": Out(signed(EXP_W)),
-            "acc_sig": Out(cfg.keep_bits + 1),
-            "out": Out(16), "error": Out(1),
+            **accumulator_ports(cfg.keep_bits), "error": Out(1),
         })
 
     def elaborate(self, platform):

@@ -22,7 +22,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 from golden.fpraker.pe import (Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands,
                                read_out)
 
-from ..common import config_from_env, effort, port, rng, sint, start, uint
+from ..common import config_from_env, drive_array, effort, port, rng, sint, start, uint
 
 
 def _mask(lanes) -> int:
@@ -40,11 +40,8 @@ class CycleHarness:
 
     def _drive_group(self, a, b, clear):
         dut, L = self.dut, self.cfg.lanes
-        a = list(a) + [0] * (L - len(a))
-        b = list(b) + [0] * (L - len(b))
-        for i in range(L):
-            port(dut, "a", i).value = a[i]
-            port(dut, "b", i).value = b[i]
+        drive_array(dut, "a", a, L)
+        drive_array(dut, "b", b, L)
         dut.clear.value = int(clear)
 
     def check_acc(self, where: str):
