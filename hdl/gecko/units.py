@@ -66,6 +66,21 @@ def _clamp_man_width(m, man_width, mb, err):
     return mw
 
 
+def _sideband_ports() -> dict:
+    """The compressor's run-time side-band inputs and its sticky error outputs."""
+    return {"man_width": In(MW_BITS), "sign_en": In(1), "fixed_en": In(1), "fixed_w": In(W_BITS),
+            "err_exp": Out(1), "err_mag": Out(1), "err_sign": Out(1), "err_cfg": Out(1)}
+
+
+def _buffer(m, name: str, source, sink, depth: int) -> None:
+    """Connect the stream ``source`` to ``sink`` through a ``depth``-entry FIFO."""
+    fifo = m.submodules[name] = SyncFIFOBuffered(width=len(source.payload.as_value()), depth=depth)
+    m.d.comb += [
+        fifo.w_data.eq(source.payload), fifo.w_en.eq(source.valid), source.ready.eq(fifo.w_rdy),
+        sink.payload.eq(fifo.r_data), sink.valid.eq(fifo.r_rdy), fifo.r_en.eq(sink.ready),
+    ]
+
+
 class GeckoCompressor(wiring.Component):
     """Gecko compressor: one row of ``lanes`` FP values in per cycle (Fig. 9, §5.2, §5.3).
 
@@ -113,8 +128,7 @@ class GeckoCompressor(wiring.Component):
             "i": In(stream.Signature(rows)),
             "o": Out(stream.Signature(rows)),
             "meta": Out(stream.Signature(META_LAYOUT)),
-            "man_width": In(MW_BITS), "sign_en": In(1), "fixed_en": In(1), "fixed_w": In(W_BITS),
-            "err_exp": Out(1), "err_mag": Out(1), "err_sign": Out(1), "err_cfg": Out(1),
+            **_sideband_ports(),
         })
 
     def elaborate(self, platform):
@@ -401,32 +415,17 @@ class GeckoLoopback(wiring.Component):
             "i": In(stream.Signature(rows)),
             "cmd": In(stream.Signature(CMD_LAYOUT)),
             "o": Out(stream.Signature(rows)),
-            "man_width": In(MW_BITS), "sign_en": In(1), "fixed_en": In(1), "fixed_w": In(W_BITS),
-            "err_exp": Out(1), "err_mag": Out(1), "err_sign": Out(1), "err_cfg": Out(1),
+            **_sideband_ports(),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.comp = comp = GeckoCompressor(self.cfg)
         m.submodules.decomp = dec = GeckoDecompressor(self.cfg)
-        m.submodules.words = words = SyncFIFOBuffered(
-            width=len(comp.o.payload.as_value()), depth=self.WORD_FIFO_DEPTH)
         wiring.connect(m, wiring.flipped(self.i), comp.i)
         wiring.connect(m, wiring.flipped(self.cmd), dec.cmd)
-        m.d.comb += [
-            words.w_data.eq(comp.o.payload), words.w_en.eq(comp.o.valid),
-            comp.o.ready.eq(words.w_rdy),
-            dec.i.payload.eq(words.r_data), dec.i.valid.eq(words.r_rdy),
-            words.r_en.eq(dec.i.ready),
-        ]
-        m.submodules.metas = metas = SyncFIFOBuffered(
-            width=len(comp.meta.payload.as_value()), depth=self.META_FIFO_DEPTH)
-        m.d.comb += [
-            metas.w_data.eq(comp.meta.payload), metas.w_en.eq(comp.meta.valid),
-            comp.meta.ready.eq(metas.w_rdy),
-            dec.meta.payload.eq(metas.r_data), dec.meta.valid.eq(metas.r_rdy),
-            metas.r_en.eq(dec.meta.ready),
-        ]
+        _buffer(m, "words", comp.o, dec.i, self.WORD_FIFO_DEPTH)
+        _buffer(m, "metas", comp.meta, dec.meta, self.META_FIFO_DEPTH)
         wiring.connect(m, dec.o, wiring.flipped(self.o))
         m.d.comb += [
             comp.man_width.eq(self.man_width), comp.sign_en.eq(self.sign_en),
