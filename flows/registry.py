@@ -51,6 +51,21 @@ def _resolve(path: str):
 
 
 UNITS = {u.name: u for u in [
+    Unit("common.round", "Rounding block: a raw significand and exponent to a float or integer format",
+         "golden.common.rounding:RoundConfig", "hdl.common.rounding:Round", "tb.common.round",
+         "common-paper", test_configs=(
+             {"fmt": "fp32", "in_width": 48, "frac": 46, "mode": "rto"},
+             {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
+              "overflow": "wrap"},
+             {"fmt": "bf16", "in_width": 10, "frac": 9, "normalized": True, "mode": "rtz"},
+             {"fmt": "e4m3", "in_width": 12, "frac": 8, "exp_width": 6, "mode": "sr",
+              "rand_bits": 4, "overflow": "saturate"},
+             {"fmt": "uint4", "in_width": 24, "frac": 23, "exp_width": 9, "mode": "sr"},
+             {"fmt": "int8", "in_width": 20, "signed": True, "frac": 10, "exp_width": 6,
+              "mode": "rdn"},
+             {"fmt": "fp16", "in_width": 16, "frac": 10, "exp_width": 7, "mode": "rup"},
+             {"fmt": "hfp8", "in_width": 8, "frac": 4, "exp_width": 5, "mode": "rna"},
+         )),
     Unit("fpraker.encoder", "FPRaker term encoder: bf16 significands to signed power-of-two terms",
          "golden.fpraker:EncoderConfig", "hdl.fpraker:TermEncoder", "tb.fpraker.encoder",
          "fpraker-paper", test_configs=({"lanes": 3, "encoding": "binary"},)),

@@ -15,7 +15,7 @@ from pathlib import Path
 from golden import config_dict
 
 from . import BUILD, FlowError
-from .generate import sha256, to_verilog
+from .generate import manifest, sha256, to_verilog
 from .registry import Unit, get
 from .tools import require, verilator_env
 
@@ -112,6 +112,8 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
+        manifest_path = build_dir / f"{unit.top}.json"
+        manifest_path.write_text(json.dumps(manifest(unit, cfg, text), indent=2) + "\n")
         try:
             runner.build(sources=[source], hdl_toplevel=unit.top, build_dir=build_dir,
                          build_args=build_args, timescale=("1ns", "1ps"), waves=waves,
@@ -128,6 +130,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
         "TRAINFAB_CONFIG": json.dumps(config_dict(cfg)),
         "TRAINFAB_SEED": str(seed),
         "TRAINFAB_EFFORT": effort,
+        "TRAINFAB_MANIFEST": str(manifest_path),
     }
     start = time.monotonic()
     try:

@@ -49,6 +49,9 @@ import numpy as np
 from . import check_bool, check_choice, check_int
 from .common import FORMATS, FloatFormat, fields, pack
 
+#: the source formats Gecko codes (8-bit exponents, bias 127)
+SOURCE_FORMATS = ("fp32", "bf16")
+
 #: the fixed exponent bias Gecko subtracts (the paper: "127 ... provides the best compression")
 BIAS = 127
 #: metadata bits per row (the paper's 3-bit width)
@@ -84,7 +87,7 @@ class GeckoConfig:
 
     def __post_init__(self):
         check_int(self, "lanes", 1, 64)
-        check_choice(self, "fmt", tuple(FORMATS))
+        check_choice(self, "fmt", SOURCE_FORMATS)
         m = FORMATS[self.fmt].man_bits
         if self.man_width is None:
             object.__setattr__(self, "man_width", m)

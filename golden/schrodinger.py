@@ -35,6 +35,7 @@ import numpy as np
 
 from . import ConfigError, check_choice, check_int
 from .common import FORMATS, FloatFormat, fields, pack
+from .gecko import SOURCE_FORMATS
 
 #: γ_m = γ_e = 0.1 "proved sufficient" (§2.6)
 GAMMA = 0.1
@@ -45,8 +46,8 @@ NE_MAX = 8
 def _format(fmt) -> FloatFormat:
     if isinstance(fmt, FloatFormat):
         return fmt
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt not in SOURCE_FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(SOURCE_FORMATS)}")
     return FORMATS[fmt]
 
 
@@ -360,7 +361,7 @@ class BitWaveConfig:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) \
                 or not self.threshold >= 0:
             raise ConfigError(type(self).__name__, "threshold", self.threshold, "a number >= 0")
-        check_choice(self, "fmt", tuple(FORMATS))
+        check_choice(self, "fmt", SOURCE_FORMATS)
         check_int(self, "step_m", 1, 23)
         check_int(self, "step_k", 1, 126)
         check_int(self, "fix_epoch", 0, 1 << 20)

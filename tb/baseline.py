@@ -6,10 +6,14 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from golden.baseline import Acc, BaselineConfig, baseline_group, read_out
+from golden.baseline import Acc, BaselineConfig, baseline_group
+from golden.common import BF16
 from golden.fpraker.pe import random_operands
+from hdl.common.formats import group_layout
 
-from .common import config_from_env, drive_array, effort, rng, sint, start, uint
+from .common import config_from_env, rng, start, test_size, uint
+from .common.checks import expect_acc
+from .common.layouts import pack
 
 
 class Harness:
@@ -18,25 +22,19 @@ class Harness:
     def __init__(self, dut, cfg: BaselineConfig):
         self.dut = dut
         self.cfg = cfg
+        self.group = group_layout(BF16, cfg.lanes)
         self.acc = Acc.ZERO
         #: groups whose result was checked against the golden model
         self.checked = 0
 
     def check(self, where: str):
-        dut, exp = self.dut, self.acc
-        got = (uint(dut.acc_zero), uint(dut.acc_sign), sint(dut.acc_exp), uint(dut.acc_sig))
-        assert got == (int(exp.zero), exp.sign, exp.exp, exp.sig), \
-            f"{where}: acc {got}, golden {tuple(exp)}"
-        assert uint(dut.out) == read_out(exp, self.cfg), \
-            f"{where}: out 0x{uint(dut.out):04X}, golden 0x{read_out(exp, self.cfg):04X}"
+        expect_acc(self.dut, self.acc, self.cfg, where)
 
     async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
         """Present one group (or an idle cycle with ``start=False``) and check the result."""
-        dut, L = self.dut, self.cfg.lanes
-        drive_array(dut, "a", a, L)
-        drive_array(dut, "b", b, L)
-        dut.start.value = int(start)
-        dut.clear.value = int(clear)
+        dut = self.dut
+        dut.grp__payload.value = pack(self.group, {"a": a, "b": b, "clear": int(clear)})
+        dut.grp__valid.value = int(start)
         if start:
             self.acc, _ = baseline_group(Acc.ZERO if clear else self.acc, a, b, self.cfg)
         await FallingEdge(dut.clk)
@@ -46,8 +44,6 @@ class Harness:
 
 async def setup(dut):
     cfg = config_from_env(BaselineConfig)
-    dut.start.value = 0
-    dut.clear.value = 0
     await start(dut)
     h = Harness(dut, cfg)
     h.check("after reset")
@@ -65,21 +61,21 @@ async def directed_vectors(dut):
     L = h.cfg.lanes
     await h.cycle([0xBFC0, 0x3F80][:L], [0x4040, 0x4040][:L], clear=True, label="TV12")
     if _default(h.cfg) and L >= 2:
-        assert h.acc == Acc(False, 1, 0, 0x300) and uint(dut.out) == 0xBFC0
+        assert h.acc == Acc(False, 1, 0, 0x300) and uint(dut.acc__out) == 0xBFC0
     await h.cycle(start=False, label="idle holds the accumulator")
     await h.cycle([0x0000, 0x3F80, 0x0005][:L], [0x3F80, 0x0000, 0x3F80][:L], clear=True,
                   label="TV11")
-    assert uint(dut.out) == 0 and uint(dut.acc_zero) == 1
+    assert uint(dut.acc__out) == 0 and uint(dut.acc__zero) == 1
     await h.cycle([0x3E00], [0x3F80], label="TV11 zero acc")
-    assert uint(dut.out) == 0x3E00
+    assert uint(dut.acc__out) == 0x3E00
     await h.cycle([0x3FB0], [0x3FBA], clear=True, label="TV16 1.998")
     if _default(h.cfg):
         assert h.acc == Acc(False, 0, 0, 0x3FF)
-        assert uint(dut.out) == (0x3FFF if h.cfg.out_round == "trunc" else 0x4000)
+        assert uint(dut.acc__out) == (0x3FFF if h.cfg.out_round == "trunc" else 0x4000)
     await h.cycle([0x7F00], [0x7F00], clear=True, label="TV16 overflow")
-    assert uint(dut.out) == 0x7F80
+    assert uint(dut.acc__out) == 0x7F80
     await h.cycle([0x8080], [0x0080], clear=True, label="TV16 underflow")
-    assert uint(dut.out) == 0x8000
+    assert uint(dut.acc__out) == 0x8000
     # the largest products in every lane: a product >= 2 raises E by one, so these sums stay
     # below 2**16 on the 2**(E-F) grid and do not exercise the fifth integer bit
     await h.cycle([0x3FFF] * L, [0x3FFF] * L, clear=True, label="largest products 1")
@@ -99,13 +95,13 @@ async def directed_vectors(dut):
 
 @cocotb.test()
 async def random_regression(dut):
-    """Random groups back to back (every cycle), dot products of 1-8 groups, mixed data."""
+    """Random groups back to back (every cycle), dot products of 1-8 groups, mixed data; the
+    unit's test size in groups (5,000 in ``make test``, 20,000 in ``make test-full``)."""
     h = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))
     L = h.cfg.lanes
-    full = effort() == "full"
-    n = (20_000 if _default(h.cfg) else 4_000) if full else 500
+    n = test_size()
     A, B = random_operands(nprng, n, L, "mix")
     A, B = A.tolist(), B.tolist()
     remaining = 0

@@ -18,8 +18,10 @@ import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
 from golden.baseline import BaselineConfig
 from golden.fpraker import EncoderConfig, PEConfig
+from golden.common.rounding import RoundConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
+from hdl.common.rounding import Round
 from hdl.fpraker import PE, TermEncoder
 from hdl.gecko import GeckoCompressor, GeckoDecompressor, GeckoLoopback
 
@@ -34,12 +36,13 @@ class SwappedSignEncoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.inner = inner = self.inner
-        for name in ("load", "zero", "advance", "drop"):
-            m.d.comb += getattr(inner, name).eq(getattr(self, name))
+        m.d.comb += [inner.load.eq(self.load), inner.zero.eq(self.zero),
+                     inner.terms.advance.eq(self.terms.advance),
+                     inner.terms.drop.eq(self.terms.drop),
+                     self.terms.valid.eq(inner.terms.valid), self.error.eq(inner.error),
+                     self.terms.neg.eq(inner.terms.neg ^ 1)]
         for i in range(inner.cfg.lanes):
-            m.d.comb += [inner.sig[i].eq(self.sig[i]), self.tp[i].eq(inner.tp[i])]
-        m.d.comb += [self.valid.eq(inner.valid), self.error.eq(inner.error),
-                     self.neg.eq(inner.neg ^ 1)]
+            m.d.comb += [inner.sig[i].eq(self.sig[i]), self.terms.tp[i].eq(inner.terms.tp[i])]
         return m
 
 
@@ -54,14 +57,15 @@ class StickyFixedCompressor(wiring.Component):
         m = Module()
         m.submodules.inner = c = self.inner
         seen, width = Signal(), Signal(3)
-        with m.If(self.i.valid & self.i.ready & self.fixed_en):
-            m.d.sync += [seen.eq(1), width.eq(self.fixed_w)]
+        ctl = self.ctl
+        with m.If(self.i.valid & self.i.ready & ctl.fixed_en):
+            m.d.sync += [seen.eq(1), width.eq(ctl.fixed_w)]
         wiring.connect(m, wiring.flipped(self.i), c.i)
         wiring.connect(m, c.o, wiring.flipped(self.o))
         wiring.connect(m, c.meta, wiring.flipped(self.meta))
-        m.d.comb += [c.man_width.eq(self.man_width), c.sign_en.eq(self.sign_en),
-                     c.fixed_en.eq(self.fixed_en | seen),
-                     c.fixed_w.eq(self.fixed_w | (width & ~self.fixed_en.replicate(3)))]
+        m.d.comb += [c.ctl.man_width.eq(ctl.man_width), c.ctl.sign_en.eq(ctl.sign_en),
+                     c.ctl.fixed_en.eq(ctl.fixed_en | seen),
+                     c.ctl.fixed_w.eq(ctl.fixed_w | (width & ~ctl.fixed_en.replicate(3)))]
         for flag in ("err_exp", "err_mag", "err_sign", "err_cfg"):
             m.d.comb += getattr(self, flag).eq(getattr(c, flag))
         return m
@@ -122,6 +126,18 @@ def test_fpraker_pe_built_for_another_configuration(changes, tb_options):
 def test_baseline_pe_built_for_another_configuration(changes, tb_options):
     failed = _run("baseline.bf16_pe", BaselineConfig(), _built_with(BF16PE, **changes), tb_options)
     assert "random_regression" in failed, failed
+
+
+@pytest.mark.parametrize("cfg, changes", [
+    (RoundConfig(), {"mode": "rna"}),
+    (RoundConfig(), {"overflow": "saturate"}),
+    (RoundConfig(fmt="int8", in_width=20, signed=True, frac=10, exp_width=6, mode="rdn"),
+     {"mode": "rtz"}),
+    (RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=9, mode="sr"), {"fmt": "uint5"}),
+], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) if isinstance(c, dict) else c.fmt)
+def test_rounding_block_built_for_another_configuration(cfg, changes, tb_options):
+    failed = _run("common.round", cfg, _built_with(Round, **changes), tb_options)
+    assert {"exhaustive_small_inputs", "random_and_boundary_vectors"} <= set(failed), failed
 
 
 def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):

@@ -4,48 +4,14 @@ All functions accept Python ints or NumPy integer arrays of bit patterns and wor
 integers; NumPy floating point appears only where a bit pattern is *reinterpreted* as a value
 (``*_to_float``/``float_to_*``), never to compute the arithmetic being specified.
 
-Formats
--------
-bfloat16: ``s[15] | e[14:7] (bias 127) | m[6:0]``
-FP32:     ``s[31] | e[30:23] (bias 127) | m[22:0]``
+Formats are described in :mod:`.formats` (re-exported here); the rounding block every
+normalize/round/convert step instantiates is :mod:`.rounding`.
 """
-
-from dataclasses import dataclass
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class FloatFormat:
-    """A binary floating-point storage format (IEEE-754 style layout)."""
-
-    name: str
-    #: exponent field width in bits
-    exp_bits: int
-    #: stored mantissa (fraction) width in bits, hidden bit excluded
-    man_bits: int
-
-    @property
-    def width(self) -> int:
-        return 1 + self.exp_bits + self.man_bits
-
-    @property
-    def bias(self) -> int:
-        return (1 << (self.exp_bits - 1)) - 1
-
-    @property
-    def exp_max(self) -> int:
-        """The all-ones exponent field (Inf/NaN)."""
-        return (1 << self.exp_bits) - 1
-
-    @property
-    def dtype(self):
-        return np.uint16 if self.width <= 16 else np.uint32
-
-
-BF16 = FloatFormat("bf16", 8, 7)
-FP32 = FloatFormat("fp32", 8, 23)
-FORMATS = {"bf16": BF16, "fp32": FP32}
+from .formats import (BF16, E4M3, E5M2, FORMATS, FP16, FP32, HFP8, INT8, INT12, BFPFormat,
+                      FloatFormat, IntFormat, format_named)
 
 
 def fields(bits, fmt: FloatFormat = BF16):
@@ -104,6 +70,7 @@ def msb_index(x: int) -> int:
 
 
 __all__ = [
-    "FloatFormat", "BF16", "FP32", "FORMATS", "fields", "pack", "bf16_to_float",
+    "FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3", "E5M2",
+    "INT8", "INT12", "FORMATS", "format_named", "fields", "pack", "bf16_to_float",
     "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "msb_index",
 ]

@@ -15,6 +15,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import check_choice, check_int
+from .rounding import RoundConfig, round_raw
+
+#: the RTL's accumulator exponent register is 10-bit signed (spec §1.2 [C], §3.4)
+EXP_W = 10
+#: internal signed exponent width of the PE datapaths: unbiased product exponents are
+#: -252..254, term weights -259..255, and k = E - w stays below 800
+XW = 12
 
 #: bfloat16 read-out modes: truncation of the kept fraction (the paper's) or RNE
 OUT_ROUNDS = ("trunc", "rne")
@@ -90,15 +97,6 @@ def decode_bf16(bits):
     return e != 0, (x >> 15) & 1, e - 127, 128 + (x & 0x7F)
 
 
-def bit_length(m):
-    """Bit length of non-negative int64 values below 2**63 (binary search, 6 steps)."""
-    n = np.zeros(m.shape, dtype=np.int64)
-    for step in (32, 16, 8, 4, 2, 1):
-        hi = (m >> (n + step)) != 0
-        n += np.where(hi, step, 0)
-    return n + (m != 0)
-
-
 def shift_jam(x, s):
     """``x * 2**-s`` on integers: exact left shift for ``s <= 0``, RTO (jam) for ``s > 0``.
 
@@ -119,50 +117,36 @@ def align_acc(zero, sign, exp, sig, E, cfg):
     return np.where(zero, 0, np.where(sign == 1, -mag, mag))
 
 
+def norm_config(cfg) -> RoundConfig:
+    """The rounding block that normalizes a step sum (spec §3.3 NORM_RNE): the signed
+    ``frac_bits + int_bits + 1``-bit sum on the ``2**(E - F)`` grid, RNE to ``1.P`` with a
+    10-bit exponent register (no range: it wraps like the register)."""
+    return RoundConfig(fmt=f"e{EXP_W}m{cfg.keep_bits}", signed=True,
+                       in_width=cfg.frac_bits + cfg.int_bits + 1, frac=cfg.frac_bits,
+                       exp_width=XW, mode="rne", overflow="wrap")
+
+
+def read_out_config(cfg) -> RoundConfig:
+    """The rounding block that reads an accumulator out to bfloat16 (spec §1.2/§1.3):
+    ``1.P`` significand, RNE or truncation (``out_round``), ±Inf above, FTZ below."""
+    return RoundConfig(fmt="bf16", in_width=cfg.keep_bits + 1, frac=cfg.keep_bits,
+                       exp_width=EXP_W, normalized=True,
+                       mode="rne" if cfg.out_round == "rne" else "rtz", overflow="inf")
+
+
 def norm_rne(X, E, cfg):
     """NORM_RNE of spec §3.3: ``X * 2**(E - F)`` rounded to ``1.P`` → ``(zero, sign, exp, sig)``."""
-    P, F = cfg.keep_bits, cfg.frac_bits
-    zero = X == 0
-    sign = (X < 0).astype(np.int64)
-    m = np.abs(X)
-    n = bit_length(m) - 1
-    exp = E + n - F
-    s = n - P
-    sr = np.clip(s, 0, 62)
-    q = m >> sr
-    rem = m & ((np.int64(1) << sr) - 1)
-    half = np.where(s > 0, np.int64(1) << np.clip(s - 1, 0, 62), 0)
-    up = (s > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
-    q = np.where(s > 0, q + up, m << np.clip(-s, 0, 62))
-    carry = (q >> (P + 1)) != 0
-    q = np.where(carry, q >> 1, q)
-    exp = exp + carry
-    return zero, np.where(zero, 0, sign), np.where(zero, 0, exp), np.where(zero, 0, q)
+    r = round_raw(norm_config(cfg), X, E)
+    return r.zero, r.sign, r.exp, r.sig
 
 
 def read_out_bits(zero, sign, exp, sig, cfg):
     """bfloat16 bits of accumulators (§1.2 read-out, §1.3 overflow to ±Inf, underflow to ±0)."""
-    P = cfg.keep_bits
-    if P >= 7:
-        drop = P - 7
-        q = sig >> drop
-        if cfg.out_round == "rne" and drop > 0:
-            rem = sig & ((1 << drop) - 1)
-            half = 1 << (drop - 1)
-            q = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
-    else:
-        q = sig << (7 - P)
-    carry = (q >> 8) != 0
-    q = np.where(carry, q >> 1, q)
-    biased = exp + 127 + carry
-    bits = (sign << 15) | (np.clip(biased, 0, 255) << 7) | (q & 0x7F)
-    bits = np.where(biased >= 255, (sign << 15) | 0x7F80, bits)
-    bits = np.where(biased <= 0, sign << 15, bits)
-    return np.where(zero, 0, bits).astype(np.uint16)
+    r = round_raw(read_out_config(cfg), np.where(zero, 0, sig), exp, np.where(zero, 0, sign))
+    return r.bits.astype(np.uint16)
 
 
-#: the RTL's accumulator exponent register is 10-bit signed (spec §1.2 [C], §3.4)
-ACC_EXP_MIN, ACC_EXP_MAX = -(1 << 9), (1 << 9) - 1
+ACC_EXP_MIN, ACC_EXP_MAX = -(1 << (EXP_W - 1)), (1 << (EXP_W - 1)) - 1
 
 
 def check_acc(acc, keep_bits: int) -> Acc:
@@ -280,6 +264,6 @@ def run_groups(A, B, cfg, acc, step):
 
 
 __all__ = ["OUT_ROUNDS", "min_int_bits", "check_accumulator_fields", "check_adder_fields", "Acc",
-           "ACC_ZERO", "decode_bf16", "bit_length", "shift_jam", "align_acc", "norm_rne",
-           "read_out_bits", "ACC_EXP_MIN", "ACC_EXP_MAX", "check_acc", "acc_arrays",
+           "ACC_ZERO", "EXP_W", "XW", "decode_bf16", "shift_jam", "align_acc",
+           "norm_config", "read_out_config", "norm_rne", "read_out_bits", "ACC_EXP_MIN", "ACC_EXP_MAX", "check_acc", "acc_arrays",
            "acc_from_arrays", "read_out", "group_operands", "group_row", "dot_row", "run_groups"]

@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from golden.fpraker import EncoderConfig
 
 from ..common import leading_one
+from ..common.signatures import TermStreamSignature
 
 #: digit positions j = 0..8; bit j is the term at t = 7 - j
 DIGITS = 9
@@ -107,13 +108,22 @@ class TermEncoder(wiring.Component):
     """``cfg.lanes`` independent term-encoder lanes (spec §2.3).
 
     Per-lane strobes and flags are packed into ``lanes``-bit vectors (bit ``i`` = lane ``i``);
-    per-lane multi-bit fields are arrays (``sig__0``, ``tp__0``, ... in Verilog).  Timing is that of
-    :class:`TermEncoderLane`.  ``error`` is the OR of the lanes' sticky errors.
+    per-lane multi-bit fields are arrays (``sig__0``, ``terms__tp__0``, ... in Verilog).  Timing
+    is that of :class:`TermEncoderLane`.  ``error`` is the OR of the lanes' sticky errors.
 
     Parameters
     ----------
     cfg : golden.fpraker.EncoderConfig
         ``lanes`` and ``encoding``.
+
+    Ports
+    -----
+    load, zero : In(lanes); sig : In(8) array
+        Load lane ``i`` with ``sig[i]`` (no terms when ``zero[i]``) at the next edge.
+    terms : Out(TermStreamSignature(lanes))
+        The lanes' current terms (``valid``, ``tp``, ``neg``) and their ``advance``/``drop``
+        strobes.
+    error : Out(1)
     """
 
     def __init__(self, cfg: EncoderConfig = EncoderConfig()):
@@ -121,19 +131,20 @@ class TermEncoder(wiring.Component):
         lanes = cfg.lanes
         super().__init__({
             "load": In(lanes), "sig": In(8).array(lanes), "zero": In(lanes),
-            "advance": In(lanes), "drop": In(lanes),
-            "valid": Out(lanes), "tp": Out(4).array(lanes), "neg": Out(lanes), "error": Out(1),
+            "terms": Out(TermStreamSignature(lanes)), "error": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
+        terms = self.terms
         errors = []
         for i in range(self.cfg.lanes):
             lane = m.submodules[f"lane{i}"] = TermEncoderLane(self.cfg.encoding)
             m.d.comb += [
                 lane.load.eq(self.load[i]), lane.sig.eq(self.sig[i]), lane.zero.eq(self.zero[i]),
-                lane.advance.eq(self.advance[i]), lane.drop.eq(self.drop[i]),
-                self.valid[i].eq(lane.valid), self.tp[i].eq(lane.tp), self.neg[i].eq(lane.neg),
+                lane.advance.eq(terms.advance[i]), lane.drop.eq(terms.drop[i]),
+                terms.valid[i].eq(lane.valid), terms.tp[i].eq(lane.tp),
+                terms.neg[i].eq(lane.neg),
             ]
             errors.append(lane.error)
         m.d.comb += self.error.eq(Cat(*errors).any())

@@ -1,29 +1,50 @@
 """FPRaker processing element (spec ``seed-fpraker.md`` §1.2, §1.3, §3.1-§3.4, §11).
 
-:class:`PECore` is the PE datapath and control of Fig. 4: per-lane exponent adders, the step-E
-max tree, per-lane k subtractors with out-of-bounds comparators, the base min tree and window
-comparators, per-lane 0..dmax shifters, negators and an adder tree, the shared base shifter, the
-accumulator aligner, the main adder, the leading-one detector, the normalizer and the RNE
-rounder.  One accumulation step per cycle; every step is exactly one cycle of
+:class:`PECore` is the PE datapath and control of Fig. 4, built from the paper's blocks as
+sub-components (each a separate module in the Verilog and a separate block in
+``trainfab area --breakdown``):
+
+* ``operands`` (:class:`OperandRegisters`): the group's latched operands — per-lane product
+  exponents ``ABe`` (the exponent adders), B significands, product signs, A significands;
+* ``exponent`` (:class:`ExponentPath`, Block 1): per-lane term weights, the step-E max tree over
+  them and the accumulator exponent, per-lane ``k`` subtractors and out-of-bounds comparators;
+* the control unit (in the core): base min tree, window comparators, OB-a/OB-b, done flags,
+  term pops, group completion;
+* ``lanes`` (:class:`ShiftReduce`, Block 2): per-lane 0..dmax shifters and negators, the adder
+  tree and the shared base shifter onto the accumulator grid;
+* ``accumulator`` (:class:`hdl.common.accumulator.Accumulator`, Block 3): accumulator aligner,
+  main adder, normalizer and RNE rounder (the shared rounding block), the register and its
+  bfloat16 read-out.
+
+One accumulation step per cycle; every step is exactly one cycle of
 :func:`golden.fpraker.pe.pe_group` (spec §3.3).
 
 :class:`PE` is the standalone unit (registry ``fpraker.pe``): the core plus one term-encoder lane
-per PE lane (:class:`hdl.fpraker.encoder.TermEncoder`), taking plain bfloat16 operand groups.
+per PE lane (:class:`hdl.fpraker.encoder.TermEncoder`), taking bfloat16 operand groups.
+
+Interfaces
+----------
+``grp``: a valid/ready stream of operand groups (:func:`hdl.common.signatures.operand_group`:
+``a`` and ``b``, ``lanes`` bfloat16 values each, and ``clear``); ``acc``: the accumulator
+(:class:`hdl.common.signatures.AccumulatorSignature`); ``trace``: what the PE did this cycle
+(:class:`PETraceSignature`, named like :class:`golden.fpraker.CycleTrace`'s fields);
+``terms``: the term streams between the encoder and the core.
 
 Group timing
 ------------
-A group is accepted on a cycle with ``start & ready``; its operands are latched and the encoder
-lanes loaded at that edge.  Every following cycle is one step of the group (``busy``), the first
-one always, until the step that leaves every lane exhausted or done, flagged by ``last``.
-``ready = ~busy | last``, so the next group is accepted in the last step of the previous one and
-groups follow each other with no idle cycle: a group costs exactly the golden model's cycle
-count.  ``last`` needs to know that a consumed term is its lane's final one; the core derives it
-from the latched A significand: the recoded digits below position ``j`` are all zero exactly when
-the significand has ``j`` trailing zero bits (true for plain binary and for the NAF, whose lowest
-non-zero digit sits at the significand's lowest set bit), so the encoder needs no look-ahead port.
+A group is accepted on a cycle with ``grp.valid & grp.ready``; its operands are latched and the
+encoder lanes loaded at that edge.  Every following cycle is one step of the group
+(``trace.busy``), the first one always, until the step that leaves every lane exhausted or
+done, flagged by ``trace.last``.  ``grp.ready = ~busy | last``, so the next group is accepted
+in the last step of the previous one and groups follow each other with no idle cycle: a group
+costs exactly the golden model's cycle count.  ``last`` needs to know that a consumed term is
+its lane's final one; the core derives it from the latched A significand: the recoded digits
+below position ``j`` are all zero exactly when the significand has ``j`` trailing zero bits
+(true for plain binary and for the NAF, whose lowest non-zero digit sits at the significand's
+lowest set bit), so the encoder needs no look-ahead port.
 
-``clear`` with ``start`` makes the group start from a zero accumulator (a new dot product) while
-the register still holds the previous result during the new group's first step.
+``clear`` makes the group start from a zero accumulator (a new dot product) while the register
+still holds the previous result during the new group's first step.
 
 The step is one combinational cycle (spec §12 A8, ``EACC_LAG = 1``): the next step's E needs
 this step's normalized exponent, so the accumulation loop (term → E → k → base → shifters →
@@ -37,26 +58,177 @@ exponents 12-bit signed internally, accumulator exponent 10-bit signed; k clampe
 adder ``frac_bits + int_bits + 1`` signed; the accumulator significand ``keep_bits + 1``.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
+from golden.common import BF16
+from golden.common.accumulator import EXP_W, XW
 from golden.fpraker import EncoderConfig, PEConfig
 
-from ..common.accumulator import EXP_W, XW, Accumulator, accumulator_ports, bf16_read_out
+from ..common.accumulator import Accumulator, step_exponent
 from ..common.arith import adder_tree, jam_right, tree_reduce
+from ..common.formats import layout
+from ..common.signatures import AccumulatorSignature, TermStreamSignature, operand_group
 from .encoder import TermEncoder
 
-def _operand(bits):
-    """bf16 bits → (sign, raw 8-bit biased exponent field, 7-bit mantissa field)."""
-    return bits[15], bits[7:15], bits[:7]
-
-
-# ----------------------------------------------------------------------------------------------
 
 def _k_width(cfg: PEConfig) -> int:
     return bits_for(cfg.kmax + 1)
+
+
+class PETraceSignature(wiring.Signature):
+    """What the PE does in a cycle; members are named after :class:`golden.fpraker.CycleTrace`
+    fields where they mean the same thing.
+
+    Members
+    -------
+    busy : Out(1)
+        This cycle is a step of a group.
+    last : Out(1)
+        The group completes with this step.
+    E : Out(signed(12))
+        The step exponent.
+    base : Out(bits_for(kmax + 1))
+        The base shift (min k over the lanes that run).
+    processed : Out(lanes)
+        Lanes whose term is added (and popped) this cycle.
+    done : Out(lanes)
+        Registered per-lane done flags (out of bounds or B zero).
+    """
+
+    def __init__(self, cfg: PEConfig):
+        super().__init__({
+            "busy": Out(1), "last": Out(1), "E": Out(signed(XW)), "base": Out(_k_width(cfg)),
+            "processed": Out(cfg.lanes), "done": Out(cfg.lanes),
+        })
+
+
+class OperandRegisters(wiring.Component):
+    """The group's operands, latched when the group is accepted (``load``).
+
+    Ports
+    -----
+    load : In(1)
+    a, b : In(bf16) array of ``lanes``
+    abe : Out(signed(10)) array
+        Unbiased product exponents ``Ae + Be - 254`` (-252..254; the paper's exponent adders).
+    siga, sigb : Out(8) array
+        Significands with the hidden bit.
+    psgn : Out(lanes)
+        Product signs.
+    """
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        bf16 = layout(BF16)
+        super().__init__({
+            "load": In(1), "a": In(bf16).array(lanes), "b": In(bf16).array(lanes),
+            "abe": Out(signed(EXP_W)).array(lanes), "siga": Out(8).array(lanes),
+            "sigb": Out(8).array(lanes), "psgn": Out(lanes),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # significands are stored without the hidden bit, which is constant 1 (a zero or
+        # denormal operand is handled by the done flags and the encoder's zero load)
+        for i in range(self.lanes):
+            mana, manb = Signal(7, name=f"mana{i}"), Signal(7, name=f"manb{i}")
+            a, b = self.a[i], self.b[i]
+            with m.If(self.load):
+                m.d.sync += [self.abe[i].eq(a.exp + b.exp - 254), mana.eq(a.man),
+                             manb.eq(b.man), self.psgn[i].eq(a.sign ^ b.sign)]
+            m.d.comb += [self.siga[i].eq(Cat(mana, 1)), self.sigb[i].eq(Cat(manb, 1))]
+        return m
+
+
+class ExponentPath(wiring.Component):
+    """Block 1 per step (spec §3.3): term weights ``w = ABe - t``, the step exponent
+    ``E = max(w over eligible lanes, eacc)`` and per-lane ``k = E - w`` with the out-of-bounds
+    comparator ``k > kmax`` (``k`` is clamped to ``kmax + 1``).  Combinational.
+
+    Ports
+    -----
+    abe : In(signed(10)) array; tp : In(4) array; elig : In(lanes)
+    acc_exp : In(signed(10)); zero_in : In(1)
+    E : Out(signed(12)); k : Out(bits_for(kmax + 1)) array; oob : Out(lanes)
+    """
+
+    def __init__(self, cfg: PEConfig):
+        self.cfg = cfg
+        L = cfg.lanes
+        super().__init__({
+            "abe": In(signed(EXP_W)).array(L), "tp": In(4).array(L), "elig": In(L),
+            "acc_exp": In(signed(EXP_W)), "zero_in": In(1),
+            "E": Out(signed(XW)), "k": Out(_k_width(cfg)).array(L), "oob": Out(L),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        L, KMAX, KW = cfg.lanes, cfg.kmax, _k_width(cfg)
+        w = [Signal(signed(XW), name=f"w{i}") for i in range(L)]
+        m.d.comb += [w[i].eq(self.abe[i] - self.tp[i] + 1) for i in range(L)]
+        m.d.comb += self.E.eq(step_exponent(m, self.elig, w, self.zero_in, self.acc_exp))
+        for i in range(L):
+            kfull = Signal(signed(XW + 1), name=f"kfull{i}")
+            m.d.comb += [
+                kfull.eq(self.E - w[i]),
+                self.oob[i].eq(kfull > KMAX),
+                self.k[i].eq(Mux(kfull > KMAX, KMAX + 1, kfull[:KW])),
+            ]
+        return m
+
+
+class ShiftReduce(wiring.Component):
+    """Block 2 per step (spec §3.3): each processed lane's B significand shifted left by
+    ``dmax - delta`` and negated by its sign, the adder tree ``T``, and the shared base shifter
+    putting ``T`` onto the accumulator's ``2**(E - F)`` grid (round to odd below it).
+    Combinational.
+
+    Ports
+    -----
+    sigb : In(8) array; neg : In(lanes); proc : In(lanes)
+    delta : In(bits_for(kmax + 1)) array; base : In(bits_for(kmax + 1))
+    sum : Out(signed(frac_bits + int_bits + 1))
+    """
+
+    def __init__(self, cfg: PEConfig):
+        self.cfg = cfg
+        L, KW = cfg.lanes, _k_width(cfg)
+        super().__init__({
+            "sigb": In(8).array(L), "neg": In(L), "proc": In(L),
+            "delta": In(KW).array(L), "base": In(KW),
+            "sum": Out(signed(cfg.frac_bits + cfg.int_bits + 1)),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        L, F, DMAX = cfg.lanes, cfg.frac_bits, cfg.dmax
+        lane_vals = []
+        for i in range(L):
+            sh = Signal(range(DMAX + 1), name=f"lane_sh{i}")
+            shifted = Signal(8 + DMAX, name=f"lane_shift{i}")
+            m.d.comb += [sh.eq(DMAX - self.delta[i]), shifted.eq(self.sigb[i] << sh)]
+            val = Signal(signed(9 + DMAX), name=f"lane_val{i}")
+            m.d.comb += val.eq(Mux(self.proc[i], Mux(self.neg[i], -shifted, shifted), 0))
+            lane_vals.append(val)
+        tw = 9 + DMAX + ceil_log2(L)
+        tree = adder_tree(m, lane_vals, tw, "tree")
+        # base shifter: the tree (grid 2**(E-F+sh)) onto the 2**(E-F) grid, sh = c0 - base
+        c0 = F - 7 - DMAX
+        base = self.base
+        if c0 > 0:
+            lsh = Signal(range(c0 + 1))
+            left = Signal(signed(tw + c0))
+            m.d.comb += [lsh.eq(c0 - base), left.eq(tree << lsh)]
+            right = jam_right(m, tree, (base - c0).as_unsigned(), "tree_jam")
+            m.d.comb += self.sum.eq(Mux(base <= c0, left, right))
+        else:
+            m.d.comb += self.sum.eq(jam_right(m, tree, base + (-c0), "tree_jam"))
+        return m
 
 
 class PECore(wiring.Component):
@@ -76,147 +248,91 @@ class PECore(wiring.Component):
 
     Ports
     -----
-    start, clear : In(1)
-        Offer a group (accepted when ``ready``); ``clear`` starts it from a zero accumulator.
-    a, b : In(16) array
-        The group's bfloat16 operands, sampled when the group is accepted.
+    grp : In(operand_group(bf16, lanes))
+        Groups ``{a, b, clear}``; ``ready = ~busy | last``.
     eligible : In(lanes)
         Lanes allowed to take their presented term this cycle (neighbour stalls in a tile).
-    term_valid, term_neg : In(lanes); term_tp : In(4) array
-        The encoder lanes' current term: present, negative, position ``t + 1``.
+    terms : In(TermStreamSignature(lanes))
+        The encoder lanes' current terms; the core drives ``advance`` (= ``trace.processed``)
+        and ``drop`` (out of bounds).
     load : Out(1)
         The group is accepted at this edge (loads the encoder lanes).
-    ready, busy, last : Out(1)
-        ``ready = ~busy | last``; ``busy``: this cycle is a step; ``last``: the group completes
-        with this step.
-    consume, drop : Out(lanes)
-        Pop the lane's term (encoder ``advance``); discard the lane's remaining terms (OB).
-    done : Out(lanes)
-        Registered per-lane done flags (out of bounds or B zero).
-    exp_e : Out(signed 12); base : Out
-        Step exponent E and base shift of this cycle (for verification).
-    acc_zero, acc_sign, acc_exp, acc_sig
-        The accumulator register (``sig`` with ``keep_bits`` fraction bits, ``exp`` unbiased).
-    out : Out(16)
-        The accumulator read out to bfloat16 (``out_round``).
+    trace : Out(PETraceSignature(cfg))
+    acc : Out(AccumulatorSignature(keep_bits))
     """
 
     def __init__(self, cfg: PEConfig = PEConfig()):
         self.cfg = cfg
         lanes = cfg.lanes
         super().__init__({
-            "start": In(1), "clear": In(1),
-            "a": In(16).array(lanes), "b": In(16).array(lanes),
+            "grp": In(operand_group(BF16, lanes)),
             "eligible": In(lanes),
-            "term_valid": In(lanes), "term_tp": In(4).array(lanes), "term_neg": In(lanes),
-            "load": Out(1), "ready": Out(1), "busy": Out(1), "last": Out(1),
-            "consume": Out(lanes), "drop": Out(lanes), "done": Out(lanes),
-            "exp_e": Out(signed(XW)), "base": Out(_k_width(cfg)),
-            **accumulator_ports(cfg.keep_bits),
+            "terms": In(TermStreamSignature(lanes)),
+            "load": Out(1),
+            "trace": Out(PETraceSignature(cfg)),
+            "acc": Out(AccumulatorSignature(cfg.keep_bits)),
         })
 
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        L, F, P, DMAX, KMAX = cfg.lanes, cfg.frac_bits, cfg.keep_bits, cfg.dmax, cfg.kmax
-        KW = _k_width(cfg)
-        acc = Accumulator(F, P, cfg.int_bits)
-
-        # ---- group registers (Block 1 inputs, latched once per group)
-        # product exponents -252..254 fit 10 bits; significands are stored without the hidden bit
-        abe = [Signal(signed(EXP_W), name=f"abe{i}") for i in range(L)]
-        manb = [Signal(7, name=f"manb{i}") for i in range(L)]
-        psgn = [Signal(name=f"ps{i}") for i in range(L)]
-        mana = [Signal(7, name=f"mana{i}") for i in range(L)]
-        sigb = [Cat(manb[i], Const(1, 1)) for i in range(L)]
-        siga = [Cat(mana[i], Const(1, 1)) for i in range(L)]
+        L, KW = cfg.lanes, _k_width(cfg)
+        trace, terms, grp = self.trace, self.terms, self.grp
+        busy, last, done = trace.busy, trace.last, trace.done
         fresh = Signal()        # the current group starts from a zero accumulator
 
+        ops = m.submodules.operands = OperandRegisters(L)
         m.d.comb += [
-            self.ready.eq(~self.busy | self.last),
-            self.load.eq(self.start & self.ready),
+            grp.ready.eq(~busy | last),
+            self.load.eq(grp.valid & grp.ready),
+            ops.load.eq(self.load),
         ]
+        m.d.comb += [ops.a[i].eq(grp.payload.a[i]) for i in range(L)]
+        m.d.comb += [ops.b[i].eq(grp.payload.b[i]) for i in range(L)]
         with m.If(self.load):
-            m.d.sync += [self.busy.eq(1), fresh.eq(self.clear)]
-            for i in range(L):
-                (sa, ea, ma), (sb, eb, mb) = _operand(self.a[i]), _operand(self.b[i])
-                # a lane whose B is zero or denormal is done from the start (spec §1.3); a zero
-                # A simply has no terms (the encoder lane is loaded empty)
-                m.d.sync += [
-                    abe[i].eq(ea + eb - 254), manb[i].eq(mb), psgn[i].eq(sa ^ sb),
-                    mana[i].eq(ma), self.done[i].eq(eb == 0),
-                ]
-        with m.Elif(self.last):
-            m.d.sync += self.busy.eq(0)
+            # a lane whose B is zero or denormal is done from the start (spec §1.3); a zero A
+            # simply has no terms (the encoder lane is loaded empty)
+            m.d.sync += [busy.eq(1), fresh.eq(grp.payload.clear),
+                         *(done[i].eq(grp.payload.b[i].exp == 0) for i in range(L))]
+        with m.Elif(last):
+            m.d.sync += busy.eq(0)
 
-        # ---- accumulator as seen by this step
-        zero_in = Signal()
-        m.d.comb += zero_in.eq(self.acc_zero | fresh)
+        accu = m.submodules.accumulator = Accumulator(cfg)
+        wiring.connect(m, accu.acc, wiring.flipped(self.acc))
 
-        # ---- Block 1 / step E: E = max(term weights of eligible lanes, eacc)
+        # ---- Block 1: step E, k and the out-of-bounds comparators
         elig = Signal(L)
-        w = [Signal(signed(XW), name=f"w{i}") for i in range(L)]
-        for i in range(L):
-            m.d.comb += [
-                elig[i].eq(self.busy & self.term_valid[i] & ~self.done[i] & self.eligible[i]),
-                w[i].eq(abe[i] - self.term_tp[i] + 1),
-            ]
-        e_valid, e_max = tree_reduce(
-            m, [(elig[i], w[i]) for i in range(L)] + [(~zero_in, self.acc_exp.as_signed())],
-            lambda a, b: a >= b, signed(XW), "emax")
-        E = Signal(signed(XW))
-        m.d.comb += [E.eq(Mux(e_valid, e_max, 0)), self.exp_e.eq(E)]
+        m.d.comb += elig.eq(Mux(busy, terms.valid & ~done & self.eligible, 0))
+        xp = m.submodules.exponent = ExponentPath(cfg)
+        m.d.comb += [xp.elig.eq(elig), xp.acc_exp.eq(self.acc.exp), xp.zero_in.eq(accu.zero_in),
+                     trace.E.eq(xp.E)]
+        m.d.comb += [xp.abe[i].eq(ops.abe[i]) for i in range(L)]
+        m.d.comb += [xp.tp[i].eq(terms.tp[i]) for i in range(L)]
 
-        # ---- control: k, OB-a, base, window
-        kfull = [Signal(signed(XW + 1), name=f"kfull{i}") for i in range(L)]
-        k = [Signal(KW, name=f"k{i}") for i in range(L)]
+        # ---- control: OB-a, base, window
         ob_a = Signal(L)
         run = Signal(L)
-        for i in range(L):
-            m.d.comb += [
-                kfull[i].eq(E - w[i]),
-                ob_a[i].eq(elig[i] & (kfull[i] > KMAX)),
-                run[i].eq(elig[i] & ~ob_a[i]),
-                k[i].eq(Mux(kfull[i] > KMAX, KMAX + 1, kfull[i][:KW])),
-            ]
-        b_valid, b_min = tree_reduce(m, [(run[i], k[i]) for i in range(L)],
+        m.d.comb += [ob_a.eq(elig & xp.oob), run.eq(elig & ~ob_a)]
+        b_valid, b_min = tree_reduce(m, [(run[i], xp.k[i]) for i in range(L)],
                                      lambda a, b: a <= b, unsigned(KW), "kmin")
         base = Signal(KW)
-        m.d.comb += [base.eq(Mux(b_valid, b_min, 0)), self.base.eq(base)]
-
-        proc = Signal(L)
-        lane_vals = []
+        m.d.comb += [base.eq(Mux(b_valid, b_min, 0)), trace.base.eq(base)]
+        proc = trace.processed
+        deltas = []
         for i in range(L):
             d = Signal(KW, name=f"delta{i}")
-            m.d.comb += [d.eq(k[i] - base), proc[i].eq(run[i] & (d <= DMAX))]
-            # Block 2: shift within the window, complement by the product and term signs
-            sh = Signal(range(DMAX + 1), name=f"lane_sh{i}")
-            shifted = Signal(8 + DMAX, name=f"lane_shift{i}")
-            m.d.comb += [sh.eq(DMAX - d), shifted.eq(sigb[i] << sh)]
-            val = Signal(signed(9 + DMAX), name=f"lane_val{i}")
-            m.d.comb += val.eq(Mux(proc[i], Mux(psgn[i] ^ self.term_neg[i], -shifted, shifted),
-                                   0))
-            lane_vals.append(val)
-        tw = 9 + DMAX + ceil_log2(L)
-        tree = adder_tree(m, lane_vals, tw, "tree")
+            m.d.comb += [d.eq(xp.k[i] - base), proc[i].eq(run[i] & (d <= cfg.dmax))]
+            deltas.append(d)
 
-        # ---- base shifter: tree (grid 2**(E-F+sh)) onto the 2**(E-F) grid
-        c0 = F - 7 - DMAX               # sh = c0 - base
-        tg = Signal(signed(acc.XWIDTH))
-        if c0 > 0:
-            lsh = Signal(range(c0 + 1))
-            left = Signal(signed(tw + c0))
-            m.d.comb += [lsh.eq(c0 - base), left.eq(tree << lsh)]
-            right = jam_right(m, tree, (base - c0).as_unsigned(), "tree_jam")
-            m.d.comb += tg.eq(Mux(base <= c0, left, right))
-        else:
-            m.d.comb += tg.eq(jam_right(m, tree, base + (-c0), "tree_jam"))
+        # ---- Block 2: shift and reduce
+        sr = m.submodules.lanes = ShiftReduce(cfg)
+        m.d.comb += [sr.neg.eq(ops.psgn ^ terms.neg), sr.proc.eq(proc), sr.base.eq(base)]
+        m.d.comb += [sr.sigb[i].eq(ops.sigb[i]) for i in range(L)]
+        m.d.comb += [sr.delta[i].eq(deltas[i]) for i in range(L)]
 
-        # ---- Block 3: align the accumulator, add, normalize, round
-        ag = acc.align(m, zero_in, self.acc_sign, self.acc_exp, self.acc_sig, E)
-        x = Signal(signed(acc.XWIDTH))
-        m.d.comb += x.eq(ag + tg)
-        nzero, nsign, nexp, nsig = acc.normalize(m, x, E)
+        # ---- Block 3: accumulate
+        m.d.comb += [accu.en.eq(busy), accu.clear.eq(fresh), accu.E.eq(xp.E),
+                     accu.addend.eq(sr.sum)]
 
         # ---- OB-b, term pops, completion
         ob_b = Signal(L)
@@ -224,39 +340,33 @@ class PECore(wiring.Component):
         for i in range(L):
             # the consumed term is the lane's last when the significand has j = 8 - tp
             # trailing zeros (no recoded digit below the current one)
-            last_term = ((siga[i] << self.term_tp[i])[:8] == 0)
+            last_term = ((ops.siga[i] << terms.tp[i])[:8] == 0)
             m.d.comb += [
-                ob_b[i].eq(proc[i] & (k[i] >= KMAX)),
-                fin[i].eq(self.done[i] | ob_a[i] | ob_b[i] | ~self.term_valid[i]
+                ob_b[i].eq(proc[i] & (xp.k[i] >= cfg.kmax)),
+                fin[i].eq(done[i] | ob_a[i] | ob_b[i] | ~terms.valid[i]
                           | (proc[i] & last_term)),
             ]
         m.d.comb += [
-            self.consume.eq(proc),
-            self.drop.eq(ob_a | ob_b),
-            self.last.eq(self.busy & fin.all()),
+            terms.advance.eq(proc),
+            terms.drop.eq(ob_a | ob_b),
+            last.eq(busy & fin.all()),
         ]
-        with m.If(self.busy):
-            m.d.sync += [
-                self.acc_zero.eq(nzero), self.acc_sign.eq(nsign & ~nzero),
-                self.acc_exp.eq(nexp), self.acc_sig.eq(nsig), fresh.eq(0),
-            ]
+        with m.If(busy):
+            m.d.sync += fresh.eq(0)
             with m.If(~self.load):
-                m.d.sync += self.done.eq(self.done | ob_a | ob_b)
+                m.d.sync += done.eq(done | ob_a | ob_b)
             with m.If(self.load):
-                m.d.sync += fresh.eq(self.clear)
-
-        m.d.comb += self.out.eq(bf16_read_out(m, self.acc_zero, self.acc_sign, self.acc_exp,
-                                              self.acc_sig, P, cfg.out_round))
+                m.d.sync += fresh.eq(grp.payload.clear)
         return m
 
 
 class PE(wiring.Component):
     """Standalone FPRaker PE (registry ``fpraker.pe``): :class:`PECore` plus one term-encoder
-    lane per PE lane, taking plain bfloat16 operand groups.
+    lane per PE lane, taking bfloat16 operand groups.
 
-    Latency/throughput as :class:`PECore`: a group offered with ``start`` is accepted when
-    ``ready``; it then takes the golden model's cycle count, and the next group is accepted in
-    its last step.  ``out``/``acc_*`` hold the result from the cycle after that last step.
+    Latency/throughput as :class:`PECore`: a group offered on ``grp`` is accepted when
+    ``grp.ready``; it then takes the golden model's cycle count, and the next group is accepted
+    in its last step.  ``acc`` holds the result from the cycle after that last step.
 
     Parameters
     ----------
@@ -264,8 +374,7 @@ class PE(wiring.Component):
 
     Ports
     -----
-    start, clear, a, b, eligible, ready, busy, last, consume, done, exp_e, base, acc_zero,
-    acc_sign, acc_exp, acc_sig, out
+    grp, eligible, trace, acc
         As :class:`PECore`.
     error : Out(1)
         An encoder lane was loaded with a significand whose hidden bit is clear (never, since
@@ -276,13 +385,11 @@ class PE(wiring.Component):
         self.cfg = cfg
         lanes = cfg.lanes
         super().__init__({
-            "start": In(1), "clear": In(1),
-            "a": In(16).array(lanes), "b": In(16).array(lanes),
+            "grp": In(operand_group(BF16, lanes)),
             "eligible": In(lanes),
-            "ready": Out(1), "busy": Out(1), "last": Out(1),
-            "consume": Out(lanes), "done": Out(lanes),
-            "exp_e": Out(signed(XW)), "base": Out(_k_width(cfg)),
-            **accumulator_ports(cfg.keep_bits), "error": Out(1),
+            "trace": Out(PETraceSignature(cfg)),
+            "acc": Out(AccumulatorSignature(cfg.keep_bits)),
+            "error": Out(1),
         })
 
     def elaborate(self, platform):
@@ -290,28 +397,20 @@ class PE(wiring.Component):
         m = Module()
         core = m.submodules.core = PECore(cfg)
         enc = m.submodules.encoder = TermEncoder(EncoderConfig(cfg.lanes, cfg.encoding))
-        m.d.comb += [
-            core.start.eq(self.start), core.clear.eq(self.clear),
-            core.eligible.eq(self.eligible),
-            core.term_valid.eq(enc.valid), core.term_neg.eq(enc.neg),
-            enc.advance.eq(core.consume), enc.drop.eq(core.drop),
-            self.ready.eq(core.ready), self.busy.eq(core.busy), self.last.eq(core.last),
-            self.consume.eq(core.consume), self.done.eq(core.done),
-            self.exp_e.eq(core.exp_e), self.base.eq(core.base),
-            self.acc_zero.eq(core.acc_zero), self.acc_sign.eq(core.acc_sign),
-            self.acc_exp.eq(core.acc_exp), self.acc_sig.eq(core.acc_sig),
-            self.out.eq(core.out), self.error.eq(enc.error),
-        ]
+        wiring.connect(m, wiring.flipped(self.grp), core.grp)
+        wiring.connect(m, enc.terms, core.terms)
+        wiring.connect(m, core.trace, wiring.flipped(self.trace))
+        wiring.connect(m, core.acc, wiring.flipped(self.acc))
+        m.d.comb += [core.eligible.eq(self.eligible), self.error.eq(enc.error)]
         for i in range(cfg.lanes):
-            a, b = self.a[i], self.b[i]
+            a, b = self.grp.payload.a[i], self.grp.payload.b[i]
+            # a lane with either operand zero (or denormal) gets no terms
             m.d.comb += [
-                core.a[i].eq(a), core.b[i].eq(b), core.term_tp[i].eq(enc.tp[i]),
                 enc.load[i].eq(core.load),
-                enc.sig[i].eq(Cat(a[:7], Const(1, 1))),
-                # a lane with either operand zero gets no terms
-                enc.zero[i].eq((a[7:15] == 0) | (b[7:15] == 0)),
+                enc.sig[i].eq(Cat(a.man, 1)),
+                enc.zero[i].eq((a.exp == 0) | (b.exp == 0)),
             ]
         return m
 
 
-__all__ = ["PECore", "PE"]
+__all__ = ["PETraceSignature", "OperandRegisters", "ExponentPath", "ShiftReduce", "PECore", "PE"]

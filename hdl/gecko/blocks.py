@@ -18,15 +18,16 @@ from amaranth.utils import ceil_log2
 from golden.common import FloatFormat
 
 from ..common import msb_index
+from ..common.signatures import SidebandSignature
 
 #: the fixed Gecko bias
 BIAS = 127
 #: bits of MAG (|E - 127| <= 127)
 MAG_BITS = 7
 #: bits of the per-row exponent width (the paper's 3-bit metadata)
-W_BITS = 3
+W_BITS = SidebandSignature.FIELDS["fixed_w"]
 #: bits of the man_width control input (the paper's "5b man_width")
-MW_BITS = 5
+MW_BITS = SidebandSignature.FIELDS["man_width"]
 #: bits of a field-length value (W <= 32)
 LEN_BITS = 6
 #: metadata word width and codes per word (A8)

@@ -5,7 +5,10 @@ Stream payloads (``amaranth.lib.stream``, valid/ready):
 * a *row* is ``{data: lanes x lane_w, last: 1}``; lane ``j`` occupies bits
   ``[lane_w*j + lane_w - 1 : lane_w*j]`` (A7), ``last`` sits above the data;
 * a *metadata word* is ``{word: 32, last: 1}`` (ten 3-bit widths, MSB first, A8);
-* a decompressor *command* is ``{rows: 32, man_width: 5, sign_en: 1, fixed_en: 1, fixed_w: 3}``.
+* a decompressor *command* is ``{rows: 32, ctl: {man_width: 5, sign_en: 1, fixed_en: 1,
+  fixed_w: 3}}``: the row count and the tensor's side-band values
+  (:class:`hdl.common.signatures.SidebandSignature`), which the compressor takes on its ``ctl``
+  ports.
 
 Choices not in the spec
 -----------------------
@@ -35,6 +38,7 @@ from amaranth.utils import ceil_log2
 
 from golden.gecko import GeckoConfig
 
+from ..common.signatures import SidebandSignature
 from .blocks import (
     LEN_BITS, META_WORD, MW_BITS, W_BITS, ExpCoder, FieldBuilder, FieldParser, MetaPacker,
     MetaUnpacker, Packer, Unpacker, WidthDetector,
@@ -54,9 +58,7 @@ def row_layout(cfg: GeckoConfig) -> data.StructLayout:
 
 META_LAYOUT = data.StructLayout({"word": META_WORD, "last": 1})
 
-CMD_LAYOUT = data.StructLayout({
-    "rows": ROWS_BITS, "man_width": MW_BITS, "sign_en": 1, "fixed_en": 1, "fixed_w": W_BITS,
-})
+CMD_LAYOUT = data.StructLayout({"rows": ROWS_BITS, "ctl": SidebandSignature.layout()})
 
 
 def _clamp_man_width(m, man_width, mb, err):
@@ -68,7 +70,7 @@ def _clamp_man_width(m, man_width, mb, err):
 
 def _sideband_ports() -> dict:
     """The compressor's run-time side-band inputs and its sticky error outputs."""
-    return {"man_width": In(MW_BITS), "sign_en": In(1), "fixed_en": In(1), "fixed_w": In(W_BITS),
+    return {"ctl": In(SidebandSignature()),
             "err_exp": Out(1), "err_mag": Out(1), "err_sign": Out(1), "err_cfg": Out(1)}
 
 
@@ -104,13 +106,10 @@ class GeckoCompressor(wiring.Component):
         Packed lane words; ``last`` on the tensor's final word row.
     meta : Out(stream of metadata words)
         Row widths, ten per word; ``last`` on the tensor's final word.  Silent in fixed mode.
-    man_width : In(5)
-        Mantissa bits kept (sampled with each row).
-    sign_en : In(1)
-        Store the sign bit (sampled with each row).
-    fixed_en : In(1)
-        Use ``fixed_w`` instead of the width detector (§4.7).
-    fixed_w : In(3)
+    ctl : In(SidebandSignature)
+        The tensor's side-band values, sampled with each row: ``man_width`` (mantissa bits
+        kept), ``sign_en`` (store the sign bit), ``fixed_en``/``fixed_w`` (a fixed exponent
+        width instead of the width detector, §4.7).
     err_exp : Out(1)
         Sticky: an input had E = 255 (coded as E = 254, A3).
     err_mag : Out(1)
@@ -141,26 +140,23 @@ class GeckoCompressor(wiring.Component):
         r1_valid = Signal()
         r1_data = Signal(data.ArrayLayout(lw, lanes))
         r1_last = Signal()
-        r1_mw = Signal(MW_BITS)
-        r1_sign_en = Signal()
-        r1_fixed_en = Signal()
-        r1_fixed_w = Signal(W_BITS)
+        r1_ctl = Signal(SidebandSignature.layout())
         r1_advance = Signal()
         m.d.comb += self.i.ready.eq(~r1_valid | r1_advance)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [
                 r1_valid.eq(1), r1_data.eq(self.i.payload.data), r1_last.eq(self.i.payload.last),
-                r1_mw.eq(self.man_width), r1_sign_en.eq(self.sign_en),
-                r1_fixed_en.eq(self.fixed_en), r1_fixed_w.eq(self.fixed_w),
+                *(getattr(r1_ctl, name).eq(getattr(self.ctl, name))
+                  for name in SidebandSignature.FIELDS),
             ]
         with m.Elif(r1_advance):
             m.d.sync += r1_valid.eq(0)
 
         # ---- code, detect width, build fields (combinational from stage 1)
         cfg_err = Signal()
-        mw = _clamp_man_width(m, r1_mw, mb, cfg_err)
+        mw = _clamp_man_width(m, r1_ctl.man_width, mb, cfg_err)
         m.submodules.width = width = WidthDetector(lanes)
-        m.d.comb += [width.fixed_en.eq(r1_fixed_en), width.fixed_w.eq(r1_fixed_w)]
+        m.d.comb += [width.fixed_en.eq(r1_ctl.fixed_en), width.fixed_w.eq(r1_ctl.fixed_w)]
         exp_errs, sign_errs, fields = [], [], []
         for j in range(lanes):
             word = r1_data[j]
@@ -171,10 +167,10 @@ class GeckoCompressor(wiring.Component):
                 coder.e.eq(e), width.mag[j].eq(coder.mag),
                 build.sign.eq(sign), build.ds.eq(coder.ds), build.mag.eq(coder.mag),
                 build.man.eq(man), build.w.eq(width.w), build.man_width.eq(mw),
-                build.sign_en.eq(r1_sign_en),
+                build.sign_en.eq(r1_ctl.sign_en),
             ]
             exp_errs.append(coder.err)
-            sign_errs.append(sign & ~r1_sign_en)
+            sign_errs.append(sign & ~r1_ctl.sign_en)
             fields.append(build)
         with m.If(r1_valid):
             with m.If(Cat(*exp_errs).any()):
@@ -198,7 +194,7 @@ class GeckoCompressor(wiring.Component):
         with m.If(r1_advance):
             m.d.sync += [
                 r2_valid.eq(1), r2_len.eq(fields[0].length), r2_w.eq(width.w),
-                r2_last.eq(r1_last), r2_fixed_en.eq(r1_fixed_en),
+                r2_last.eq(r1_last), r2_fixed_en.eq(r1_ctl.fixed_en),
             ]
             m.d.sync += [r2_field[j].eq(fields[j].field) for j in range(lanes)]
         with m.Elif(r2_accept):
@@ -316,29 +312,26 @@ class GeckoDecompressor(wiring.Component):
 
         active = Signal()
         rows_left = Signal(ROWS_BITS)
-        c_mw = Signal(MW_BITS)
-        c_sign_en = Signal()
-        c_fixed_en = Signal()
-        c_fixed_w = Signal(W_BITS)
+        c = Signal(SidebandSignature.layout())     # the current tensor's side-band values
         cmd = self.cmd.payload
         cmd_err = Signal()
-        cmd_mw = _clamp_man_width(m, cmd.man_width, mb, cmd_err)
+        cmd_mw = _clamp_man_width(m, cmd.ctl.man_width, mb, cmd_err)
         m.d.comb += self.cmd.ready.eq(~active)
         with m.If(self.cmd.valid & ~active):
             m.d.sync += [
-                active.eq(cmd.rows != 0), rows_left.eq(cmd.rows), c_sign_en.eq(cmd.sign_en),
-                c_fixed_en.eq(cmd.fixed_en), c_fixed_w.eq(cmd.fixed_w), c_mw.eq(cmd_mw),
+                active.eq(cmd.rows != 0), rows_left.eq(cmd.rows), c.eq(cmd.ctl),
+                c.man_width.eq(cmd_mw),
             ]
             with m.If(cmd_err):
                 m.d.sync += self.err_cfg.eq(1)
 
         m.submodules.metaunpack = mu = MetaUnpacker()
         m.d.comb += mu.word.eq(self.meta.payload.word)
-        need_meta = ~c_fixed_en & mu.need
+        need_meta = ~c.fixed_en & mu.need
         w = Signal(W_BITS)
-        m.d.comb += w.eq(Mux(c_fixed_en, c_fixed_w, mu.code))
+        m.d.comb += w.eq(Mux(c.fixed_en, c.fixed_w, mu.code))
         length = Signal(LEN_BITS)
-        m.d.comb += length.eq(c_sign_en + 1 + w + c_mw)
+        m.d.comb += length.eq(c.sign_en + 1 + w + c.man_width)
         avail = Signal(ceil_log2(2 * lw))
         need_word = avail < length
 
@@ -350,7 +343,7 @@ class GeckoDecompressor(wiring.Component):
             self.i.ready.eq(go & need_word),
         ]
         done = go & (rows_left == 1)
-        m.d.comb += [mu.take.eq(go & ~c_fixed_en), mu.clear.eq(done)]
+        m.d.comb += [mu.take.eq(go & ~c.fixed_en), mu.clear.eq(done)]
 
         values = []
         for j in range(lanes):
@@ -359,8 +352,8 @@ class GeckoDecompressor(wiring.Component):
             m.d.comb += [
                 up.word.eq(self.i.payload.data[j]), up.avail.eq(avail),
                 up.load.eq(need_word), up.take.eq(go), up.length.eq(length), up.clear.eq(done),
-                parse.field.eq(up.field), parse.w.eq(w), parse.man_width.eq(c_mw),
-                parse.sign_en.eq(c_sign_en),
+                parse.field.eq(up.field), parse.w.eq(w), parse.man_width.eq(c.man_width),
+                parse.sign_en.eq(c.sign_en),
             ]
             values.append(parse.value)
 
@@ -397,7 +390,7 @@ class GeckoLoopback(wiring.Component):
 
     Ports
     -----
-    i, man_width, sign_en, fixed_en, fixed_w, err_exp, err_mag, err_sign, err_cfg
+    i, ctl, err_exp, err_mag, err_sign, err_cfg
         As :class:`GeckoCompressor` (``err_cfg`` ORs both units).
     cmd, o
         As :class:`GeckoDecompressor`.
@@ -427,9 +420,8 @@ class GeckoLoopback(wiring.Component):
         _buffer(m, "words", comp.o, dec.i, self.WORD_FIFO_DEPTH)
         _buffer(m, "metas", comp.meta, dec.meta, self.META_FIFO_DEPTH)
         wiring.connect(m, dec.o, wiring.flipped(self.o))
+        wiring.connect(m, wiring.flipped(self.ctl), comp.ctl)
         m.d.comb += [
-            comp.man_width.eq(self.man_width), comp.sign_en.eq(self.sign_en),
-            comp.fixed_en.eq(self.fixed_en), comp.fixed_w.eq(self.fixed_w),
             self.err_exp.eq(comp.err_exp), self.err_mag.eq(comp.err_mag),
             self.err_sign.eq(comp.err_sign), self.err_cfg.eq(comp.err_cfg | dec.err_cfg),
         ]

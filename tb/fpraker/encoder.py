@@ -10,7 +10,7 @@ from cocotb.triggers import FallingEdge
 
 from golden.fpraker import EncoderConfig, encode_terms
 
-from ..common import bit, uint, config_from_env, effort, port, reset, rng, start
+from ..common import bit, config_from_env, effort, mask, port, reset, rng, start, test_size, uint
 
 
 class Harness:
@@ -27,12 +27,12 @@ class Harness:
         dut = self.dut
         for i, queue in enumerate(self.queues):
             where = f"cycle {self.cycles}, lane {i}, expected terms {queue}"
-            assert bit(dut.valid, i) == (1 if queue else 0), f"valid wrong at {where}"
+            assert bit(dut.terms__valid, i) == (1 if queue else 0), f"valid wrong at {where}"
             if queue:
                 t, sign = queue[0]
-                tp = uint(port(dut, "tp", i))
+                tp = uint(port(dut, "terms__tp", i))
                 assert tp == t + 1, f"tp={tp} (t={tp - 1}) at {where}"
-                assert bit(dut.neg, i) == (1 if sign < 0 else 0), f"term sign wrong at {where}"
+                assert bit(dut.terms__neg, i) == (1 if sign < 0 else 0), f"term sign wrong at {where}"
         assert uint(dut.error) == 0, f"error flag set at cycle {self.cycles}"
 
     async def cycle(self, load=(), sigs=None, zero=(), advance=(), drop=()) -> None:
@@ -40,11 +40,10 @@ class Harness:
         self.check()
         dut, lanes = self.dut, self.cfg.lanes
         sigs = sigs or {}
-        mask = lambda idx: sum(1 << i for i in idx)  # noqa: E731
         dut.load.value = mask(load)
         dut.zero.value = mask(zero)
-        dut.advance.value = mask(advance)
-        dut.drop.value = mask(drop)
+        dut.terms__advance.value = mask(advance)
+        dut.terms__drop.value = mask(drop)
         for i in range(lanes):
             port(dut, "sig", i).value = sigs.get(i, 0x80)
         for i in range(lanes):
@@ -110,7 +109,7 @@ async def random_stalls_drops_reloads(dut):
     h = await setup(dut)
     r = rng("random_stalls_drops_reloads")
     lanes = h.cfg.lanes
-    n = 400 if effort() == "quick" else 6000
+    n = test_size()
     for _ in range(n):
         load, zero, advance, drop, sigs = [], [], [], [], {}
         for i in range(lanes):

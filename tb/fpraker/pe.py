@@ -15,18 +15,35 @@ Expected values come only from ``golden``; spec §13 numbers are asserted in add
 configuration under test is the vector's configuration.
 """
 
+import functools
+
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from golden.fpraker.pe import (Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands,
-                               read_out)
+from golden.common import BF16
+from golden.fpraker.pe import Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands
+from hdl.common.formats import group_layout
 
-from ..common import config_from_env, drive_array, effort, port, rng, sint, start, uint
+from ..common import config_from_env, mask, rng, start, test_size, uint
+from ..common.checks import TraceChecker, expect_acc
+from ..common.layouts import pack
+
+#: the trace ports checked during a step, against the golden CycleTrace's same-named fields
+STEP_FIELDS = {"processed": mask, "E": (lambda E: E, TraceChecker.SIGNED),
+               "base": lambda base: base}
+#: the trace ports checked after the step's clock edge
+STATE_FIELDS = {"done": lambda done: mask(i for i, d in enumerate(done) if d)}
 
 
-def _mask(lanes) -> int:
-    return sum(1 << i for i in lanes)
+@functools.cache
+def _group(lanes: int):
+    return group_layout(BF16, lanes)
+
+
+def drive_group(dut, cfg: PEConfig, a, b, clear) -> None:
+    """Put one group (``lanes`` bf16 pairs, zero-padded, and ``clear``) on ``grp.payload``."""
+    dut.grp__payload.value = pack(_group(cfg.lanes), {"a": a, "b": b, "clear": int(clear)})
 
 
 class CycleHarness:
@@ -37,21 +54,11 @@ class CycleHarness:
         self.cfg = cfg
         self.acc = Acc.ZERO         # the accumulator register as the golden model has it
         self.cycle = 0
-
-    def _drive_group(self, a, b, clear):
-        dut, L = self.dut, self.cfg.lanes
-        drive_array(dut, "a", a, L)
-        drive_array(dut, "b", b, L)
-        dut.clear.value = int(clear)
+        self.step = TraceChecker(dut, STEP_FIELDS)
+        self.state = TraceChecker(dut, STATE_FIELDS)
 
     def check_acc(self, where: str):
-        dut, cfg = self.dut, self.cfg
-        got = (uint(dut.acc_zero), uint(dut.acc_sign), sint(dut.acc_exp), uint(dut.acc_sig))
-        exp = self.acc
-        assert got == (int(exp.zero), exp.sign, exp.exp, exp.sig), \
-            f"{where}: acc {got}, golden {tuple(exp)}"
-        assert uint(dut.out) == read_out(exp, cfg), \
-            f"{where}: out 0x{uint(dut.out):04X}, golden 0x{read_out(exp, cfg):04X} for {exp}"
+        expect_acc(self.dut, self.acc, self.cfg, where)
 
     async def group(self, a, b, clear=False, eligible=None, label=""):
         """Offer one group in an idle cycle and follow it to its end; returns (acc, cycles)."""
@@ -61,37 +68,30 @@ class CycleHarness:
         acc, cycles, trace = pe_group(start_acc, a, b, cfg, eligible)
         masks = list(eligible or [])
         # acceptance cycle: the PE is idle
-        self._drive_group(a, b, clear)
-        dut.start.value = 1
+        drive_group(dut, cfg, a, b, clear)
+        dut.grp__valid.value = 1
         dut.eligible.value = full
         await ReadOnly()
-        assert uint(dut.ready) == 1 and uint(dut.busy) == 0, f"{label}: PE not idle"
+        assert uint(dut.grp__ready) == 1 and uint(dut.trace__busy) == 0, f"{label}: PE not idle"
         await FallingEdge(dut.clk)
-        dut.start.value = 0
+        dut.grp__valid.value = 0
         for c, tr in enumerate(trace):
             where = f"{label} cycle {c} of {cycles} (a={[hex(x) for x in a]}, " \
                     f"b={[hex(x) for x in b]}, masks={masks})"
             mask = masks[c] if c < len(masks) else full
             dut.eligible.value = mask
             await ReadOnly()
-            assert uint(dut.busy) == 1, f"{where}: busy low"
-            assert uint(dut.last) == (1 if c == cycles - 1 else 0), f"{where}: last wrong"
-            assert uint(dut.consume) == _mask(tr.processed), \
-                f"{where}: consume {uint(dut.consume):b}, golden {tr.processed}"
-            if tr.E is not None:
-                assert sint(dut.exp_e) == tr.E, f"{where}: E {sint(dut.exp_e)}, golden {tr.E}"
-            if tr.base is not None:
-                assert uint(dut.base) == tr.base, \
-                    f"{where}: base {uint(dut.base)}, golden {tr.base}"
+            assert uint(dut.trace__busy) == 1, f"{where}: busy low"
+            assert uint(dut.trace__last) == (1 if c == cycles - 1 else 0), f"{where}: last wrong"
+            self.step.check(tr, where)
             await FallingEdge(dut.clk)
             self.acc = tr.acc
             self.cycle += 1
-            assert uint(dut.done) == _mask(i for i, d in enumerate(tr.done) if d), \
-                f"{where}: done {uint(dut.done):b}, golden {tr.done}"
+            self.state.check(tr, where)
             self.check_acc(where)
         dut.eligible.value = full
         await ReadOnly()
-        assert uint(dut.busy) == 0, f"{label}: still busy after {cycles} golden cycles"
+        assert uint(dut.trace__busy) == 0, f"{label}: still busy after {cycles} golden cycles"
         await FallingEdge(dut.clk)
         self.check_acc(f"{label} after the group")
         return acc, cycles
@@ -99,13 +99,7 @@ class CycleHarness:
 
 async def setup(dut):
     cfg = config_from_env(PEConfig)
-    dut.start.value = 0
-    dut.clear.value = 0
-    dut.eligible.value = (1 << cfg.lanes) - 1
-    for i in range(cfg.lanes):
-        port(dut, "a", i).value = 0
-        port(dut, "b", i).value = 0
-    await start(dut)
+    await start(dut, idle_values={"eligible": (1 << cfg.lanes) - 1})
     return cfg
 
 
@@ -125,7 +119,7 @@ async def directed_vectors(dut):
     acc, cycles = await h.group([0x4081], [0x4153], clear=True, label="TV3")
     if default:
         assert cycles == 2 and acc == Acc(False, 0, 5, 0x353)
-        assert uint(dut.out) == (0x4254 if cfg.out_round == "trunc" else 0x4255)
+        assert uint(dut.acc__out) == (0x4254 if cfg.out_round == "trunc" else 0x4255)
 
     fig5 = ([0x40E8, 0x4058][:L], [0x4118, 0x4050][:L])
     acc, cycles = await h.group(*fig5, clear=True, label="TV4/TV6 Fig. 5")
@@ -133,23 +127,23 @@ async def directed_vectors(dut):
         assert cycles == 3 and acc.to_fraction(9) * 1000 == 79875          # TV6
     if _is(cfg, encoding="binary", kmax=1023):
         assert cycles == 5 and acc == Acc(False, 0, 6, 0x27F)               # TV4
-        assert uint(dut.out) == 0x429F
+        assert uint(dut.acc__out) == 0x429F
 
     acc, cycles = await h.group([0x0000, 0x3F80, 0x0005][:L], [0x3F80, 0x0000, 0x3F80][:L],
                                 clear=True, label="TV11 zeros")
-    assert cycles == 1 and acc == Acc.ZERO and uint(dut.out) == 0
+    assert cycles == 1 and acc == Acc.ZERO and uint(dut.acc__out) == 0
     acc, cycles = await h.group([], [], clear=True, label="TV11 empty group")
     assert cycles == 1 and acc == Acc.ZERO
     acc, cycles = await h.group([0x3E00], [0x3F80], clear=True, label="TV11 zero acc")
-    assert uint(dut.out) == 0x3E00
+    assert uint(dut.acc__out) == 0x3E00
 
     acc, cycles = await h.group([0xBFC0, 0x3F80][:L], [0x4040, 0x4040][:L], clear=True,
                                 label="TV12 signs")
     if default:
-        assert cycles == 2 and acc == Acc(False, 1, 0, 0x300) and uint(dut.out) == 0xBFC0
+        assert cycles == 2 and acc == Acc(False, 1, 0, 0x300) and uint(dut.acc__out) == 0xBFC0
     acc, cycles = await h.group([0x3FC0], [0x3FC0], clear=True, label="TV12 2.25")
     if default:
-        assert cycles == 2 and uint(dut.out) == 0x4010
+        assert cycles == 2 and uint(dut.acc__out) == 0x4010
 
     if L >= 2:
         acc, cycles = await h.group([0x3F80, 0x3E00], [0x3F80, 0x3F80], clear=True,
@@ -165,11 +159,11 @@ async def directed_vectors(dut):
     acc, _ = await h.group([0x3FB0], [0x3FBA], clear=True, label="TV16 1.998")
     if default:
         assert acc == Acc(False, 0, 0, 0x3FF)
-        assert uint(dut.out) == (0x3FFF if cfg.out_round == "trunc" else 0x4000)
+        assert uint(dut.acc__out) == (0x3FFF if cfg.out_round == "trunc" else 0x4000)
     await h.group([0x7F00], [0x7F00], clear=True, label="TV16 overflow")
-    assert uint(dut.out) in (0x7F80,), "2**254 must read out as +Inf"
+    assert uint(dut.acc__out) in (0x7F80,), "2**254 must read out as +Inf"
     await h.group([0x8080], [0x0080], clear=True, label="TV16 underflow")
-    assert uint(dut.out) == 0x8000, "-2**-252 must read out as -0"
+    assert uint(dut.acc__out) == 0x8000, "-2**-252 must read out as -0"
 
     # TV7: the worst step (acc 1.998 plus all lanes 1.992 at k = 0) needs 5 integer bits
     await h.group([0x3FB0], [0x3FBA], clear=True, label="TV7 acc")
@@ -191,7 +185,7 @@ async def directed_vectors(dut):
     acc, cycles = await h.group([0x3F81], [0x3F80], label="OB-b predictive drop")
     if (cfg.keep_bits, cfg.frac_bits, cfg.kmax) == (9, 12, 12):
         assert cycles == 1 and acc == Acc(False, 0, 12, 512), (cycles, acc)
-        assert uint(dut.done) & 1 == 1, "lane 0 must be done after OB-b"
+        assert uint(dut.trace__done) & 1 == 1, "lane 0 must be done after OB-b"
     await h.group([0xC580], [0x3F80], clear=True, label="OB-b negative acc")
     await h.group([0x3F81], [0xBF80], label="OB-b negative")
 
@@ -208,7 +202,7 @@ async def per_cycle_random_masks(dut):
     h = CycleHarness(dut, cfg)
     r = rng("per_cycle_random_masks")
     nprng = np.random.default_rng(r.randrange(1 << 30))
-    n = 60 if effort() == "quick" else (1500 if _is(cfg) else 400)
+    n = max(20, test_size() // 12)
     A, B = random_operands(nprng, n, cfg.lanes, "mix")
     full = (1 << cfg.lanes) - 1
     for g in range(n):
@@ -236,43 +230,35 @@ async def stream(dut, cfg, A, B, label):
     checked = 0
     for row in range(n):
         for g in range(G):
-            for i in range(L):
-                port(dut, "a", i).value = A[row][g * L + i]
-                port(dut, "b", i).value = B[row][g * L + i]
-            dut.clear.value = int(g == 0)
-            dut.start.value = 1
+            drive_group(dut, cfg, A[row][g * L:(g + 1) * L], B[row][g * L:(g + 1) * L], g == 0)
+            dut.grp__valid.value = 1
             await ReadOnly()
             where = f"{label}: row {row} group {g}"
-            assert uint(dut.ready) == 1, f"{where}: not accepted when golden says it is"
+            assert uint(dut.grp__ready) == 1, f"{where}: not accepted when golden says it is"
             if not first:
                 # the previous group ends exactly here: cycle counts agree
-                assert uint(dut.busy) == 1 and uint(dut.last) == 1, \
+                assert uint(dut.trace__busy) == 1 and uint(dut.trace__last) == 1, \
                     f"{where}: previous group did not end in the golden model's cycle"
                 checked += 1
             first = False
             await FallingEdge(dut.clk)
             if pending is not None:
                 prow, pacc = pending
-                got = (uint(dut.acc_zero), uint(dut.acc_sign), sint(dut.acc_exp),
-                       uint(dut.acc_sig))
-                assert got == (int(pacc.zero), pacc.sign, pacc.exp, pacc.sig), \
-                    f"{label}: row {prow} acc {got}, golden {tuple(pacc)}; " \
-                    f"a={[hex(x) for x in A[prow]]} b={[hex(x) for x in B[prow]]}"
-                assert uint(dut.out) == read_out(pacc, cfg), f"{label}: row {prow} read-out"
+                expect_acc(dut, pacc, cfg, f"{label}: row {prow} a={[hex(x) for x in A[prow]]} "
+                                           f"b={[hex(x) for x in B[prow]]}")
                 pending = None
-            dut.start.value = 0
+            dut.grp__valid.value = 0
             if group_cycles[row, g] > 1:
                 await ClockCycles(dut.clk, int(group_cycles[row, g]) - 1, rising=False)
         pending = (row, accs[row])
     await ReadOnly()
-    assert uint(dut.busy) == 1 and uint(dut.last) == 1, f"{label}: last group end"
+    assert uint(dut.trace__busy) == 1 and uint(dut.trace__last) == 1, f"{label}: last group end"
     checked += 1
     await FallingEdge(dut.clk)
     prow, pacc = pending
-    got = (uint(dut.acc_zero), uint(dut.acc_sign), sint(dut.acc_exp), uint(dut.acc_sig))
-    assert got == (int(pacc.zero), pacc.sign, pacc.exp, pacc.sig), f"{label}: row {prow}"
+    expect_acc(dut, pacc, cfg, f"{label}: row {prow}")
     await ReadOnly()
-    assert uint(dut.busy) == 0
+    assert uint(dut.trace__busy) == 0
     await FallingEdge(dut.clk)
     return int(group_cycles.sum()), checked
 
@@ -280,17 +266,14 @@ async def stream(dut, cfg, A, B, label):
 @cocotb.test()
 async def random_regression(dut):
     """Random dot products (N(0,1), ReLU zeros, narrow mantissas, wide exponent spreads, sign
-    cancellation, uniform bit patterns) streamed back to back; 20,400 groups at the default
-    configuration in full effort, each ended in the golden model's cycle."""
+    cancellation, uniform bit patterns) streamed back to back, each group ended in the golden
+    model's cycle: about the unit's test size in groups (3,000 in ``make test``, 20,000 in
+    ``make test-full``), in 1-, 3- and 8-group dot products."""
     cfg = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))
-    if effort() == "quick":
-        plan = ((1, 300), (4, 50))
-    elif _is(cfg):
-        plan = ((1, 8000), (3, 2000), (8, 800))        # 20,400 groups
-    else:
-        plan = ((1, 2000), (3, 400), (8, 150))         # 4,400 groups
+    n = test_size()
+    plan = ((1, max(1, n // 2)), (3, max(1, n // 10)), (8, max(1, n // 40)))
     total_cycles = total_checked = 0
     for groups, rows in plan:
         A, B = random_operands(nprng, rows, groups * cfg.lanes, "mix")

@@ -14,17 +14,18 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.gecko import GeckoConfig, compress
 
-from ..common import config_from_env, effort, reset, rng, start, uint
+from ..common import config_from_env, reset, rng, start, test_size, uint
+from ..common.streams import Sink, Source, run
 from .harness import (
-    ERRS, Sink, Source, cfg_control, completion_rows, control, fit_fixed_width, man_widths,
-    pack_row, plan_rows, random_plan, random_tensor, rows_of, run, spec_rows_ab, stream_payloads,
+    ERRS, cfg_control, completion_rows, control, ctl_ports, fit_fixed_width, man_widths,
+    pack_row, plan_rows, random_plan, random_tensor, rows_of, spec_rows_ab, stream_payloads,
 )
 
 
 def tensor_items(bits, cfg: GeckoConfig):
     """Input items of one tensor: its rows (padded) with ``last`` on the final one."""
     rows = rows_of(bits, cfg)
-    ctrl = cfg_control(cfg)
+    ctrl = ctl_ports(cfg_control(cfg))
     return [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
 
 
@@ -70,11 +71,6 @@ async def setup(dut, name: str):
     cfg = config_from_env(GeckoConfig)
     r = rng(name)
     gen = np.random.default_rng(r.getrandbits(64))
-    for p in ("man_width", "sign_en", "fixed_en", "fixed_w"):
-        getattr(dut, p).value = 0
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    dut.meta__ready.value = 0
     await start(dut)
     return cfg, r, gen
 
@@ -118,9 +114,8 @@ async def random_tensors(dut):
     """Random tensors, gaps and back-pressure (§8.17): every (man_width, sign_en) pair gets a
     Gecko-mode and a fixed-width tensor, shuffled among further random tensors of both modes."""
     cfg, r, gen = await setup(dut, "random_tensors")
-    full = effort() == "full"
-    tensors = random_plan(gen, cfg, 10_000 if full else 600, max_rows=60,
-                          pair_rows=40 if full else 8)
+    size = test_size()
+    tensors = random_plan(gen, cfg, size, max_rows=60, pair_rows=min(40, max(8, size // 250)))
     rows = plan_rows(tensors, cfg.lanes)
     # alternate phases: smooth streaming, then heavy gaps and back-pressure
     half = len(tensors) // 2
@@ -221,7 +216,8 @@ async def provoke(dut, bits, ctrl, flag, rnd, cfg, equivalent=None):
     await reset(dut)
     no_errors(dut)
     rows = rows_of(bits, cfg)
-    items = [(pack_row(row, q == len(rows) - 1, cfg), ctrl) for q, row in enumerate(rows)]
+    items = [(pack_row(row, q == len(rows) - 1, cfg), ctl_ports(ctrl))
+             for q, row in enumerate(rows)]
     src = Source(dut, "i", items, rnd)
     out = Sink(dut, "o", rnd)
     meta = Sink(dut, "meta", rnd)

@@ -13,17 +13,18 @@ from cocotb.triggers import FallingEdge
 
 from golden.gecko import GeckoConfig, compress, decompress
 
-from ..common import config_from_env, effort, reset, rng, start, uint
+from ..common import config_from_env, reset, rng, start, test_size, uint
+from ..common.streams import Sink, Source, run
 from .harness import (
-    Sink, Source, cfg_control, fit_fixed_width, pack_cmd, pack_row, plan_rows, random_plan,
-    random_tensor, rows_of, run, spec_rows_ab, stream_payloads,
+    cfg_control, control, fit_fixed_width, pack_cmd, pack_row, plan_rows, random_plan,
+    random_tensor, row_words, rows_of, spec_rows_ab, stream_payloads,
 )
 
 
 def stream_items(bits, cfg: GeckoConfig):
     """Command, data rows, metadata words and expected output rows of one tensor."""
     s = compress(bits, cfg)
-    cmd = pack_cmd(rows=-(-bits.size // cfg.lanes), **cfg_control(cfg))
+    cmd = pack_cmd(-(-bits.size // cfg.lanes), cfg_control(cfg))
     data, meta = stream_payloads(s)
     want = rows_of(decompress(s), cfg)
     out = [pack_row(r, q == len(want) - 1, cfg) for q, r in enumerate(want)]
@@ -60,9 +61,6 @@ async def setup(dut, name: str):
     cfg = config_from_env(GeckoConfig)
     r = rng(name)
     gen = np.random.default_rng(r.getrandbits(64))
-    for s in ("cmd", "i", "meta"):
-        getattr(dut, f"{s}__valid").value = 0
-    dut.o__ready.value = 0
     await start(dut)
     return cfg, r, gen
 
@@ -78,7 +76,7 @@ async def spec_vector_two_rows(dut):
         printed = [0x3F800000, 0x3F000000, 0x3E800000, 0x40400000, 0x3E000000, 0x3F400000,
                    0x3FC00000, 0x00000000, 0xBDC00000, 0x3E400000, 0xBE800000, 0x3EC00000,
                    0x41000000, 0xC0200000, 0x3D800000, 0x3A800000]
-        got = [(p >> (32 * j)) & 0xFFFFFFFF for p in out.got for j in range(8)]
+        got = [w for p in out.got for w in row_words(p, cfg)]
         assert got == printed
     assert uint(dut.err_cfg) == 0
 
@@ -100,9 +98,8 @@ async def random_tensors(dut):
     Gecko-mode and a fixed-width tensor (fixed widths 0..7), shuffled among further random
     tensors of both modes."""
     cfg, r, gen = await setup(dut, "random_tensors")
-    full = effort() == "full"
-    tensors = random_plan(gen, cfg, 10_000 if full else 600, max_rows=60,
-                          pair_rows=40 if full else 8)
+    size = test_size()
+    tensors = random_plan(gen, cfg, size, max_rows=60, pair_rows=min(40, max(8, size // 250)))
     rows = plan_rows(tensors, cfg.lanes)
     half = len(tensors) // 2
     await decompress_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.9)
@@ -137,7 +134,7 @@ async def sticky_err_cfg(dut):
     cfg, r, gen = await setup(dut, "sticky_err_cfg")
     await reset(dut)
     assert uint(dut.err_cfg) == 0
-    bad = pack_cmd(rows=0, man_width=cfg.format.man_bits + 1, sign_en=1)
+    bad = pack_cmd(0, control(cfg.format.man_bits + 1, True, None))
     src = Source(dut, "cmd", [(bad, {})], r)
     await run(dut, [src], [], lambda: src.done, 20)
     for _ in range(3):

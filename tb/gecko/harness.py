@@ -1,25 +1,18 @@
-"""Stream drivers, payload packing and random tensors shared by the Gecko testbenches.
-
-All streams are driven and sampled by one cycle loop: on the falling edge every source drives
-its ``valid``/``payload`` (and any per-item extra ports) and every sink its ``ready``; then, in
-``ReadOnly`` of the same time step (nothing changes until the next rising edge), each stream's
-handshake is read and recorded.  A source holds an item until it is accepted (valid never
-drops before ready).
-"""
+"""Payload packing and random tensors shared by the Gecko testbenches (the stream drivers are
+:mod:`tb.common.streams`)."""
 
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.common import float_to_fp32
 from golden.gecko import GeckoConfig, GeckoStream, compress, exp_code
 
-from ..common import uint
+from hdl.gecko import CMD_LAYOUT, META_LAYOUT, row_layout
+
+from ..common.layouts import field, pack
 
 #: rows A and B of spec §8.11/§8.12
 ROW_A = [1.0, 0.5, 0.25, 3.0, 0.125, 0.75, 1.5, 0.0]
 ROW_B = [-0.1, 0.2, -0.3, 0.4, 8.0, -2.5, 0.0625, 0.001]
-#: bit positions inside the decompressor command payload (CMD_LAYOUT order)
-CMD_FIELDS = (("rows", 32), ("man_width", 5), ("sign_en", 1), ("fixed_en", 1), ("fixed_w", 3))
 #: the compressor's (and loopback's) sticky error outputs
 ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
 
@@ -36,19 +29,25 @@ def man_widths(cfg: GeckoConfig) -> tuple:
 
 
 def pack_row(words, last: int, cfg: GeckoConfig) -> int:
-    """Row payload: lane ``j`` at bits ``[lw*j + lw - 1 : lw*j]``, ``last`` above the data."""
-    lw = cfg.lane_width
-    v = 0
-    for j, w in enumerate(words):
-        v |= int(w) << (lw * j)
-    return v | (int(last) << (lw * cfg.lanes))
+    """A row payload (lane words and ``last``) packed through the RTL's row layout."""
+    return pack(row_layout(cfg), {"data": [int(w) for w in words], "last": int(last)})
+
+
+def row_words(payload: int, cfg: GeckoConfig) -> list[int]:
+    """The lane words of a row payload."""
+    return field(row_layout(cfg), payload, "data")
 
 
 def control(man_width: int, sign_en: bool, fixed_width) -> dict:
-    """Side-band values of one tensor, keyed by the compressor's control ports (which are also
-    the decompressor command's fields, so ``pack_cmd(rows=n, **control(...))`` is its command)."""
+    """Side-band values of one tensor (:class:`hdl.common.signatures.SidebandSignature`
+    fields: the compressor's ``ctl`` ports and the decompressor command's ``ctl``)."""
     return {"man_width": man_width, "sign_en": int(sign_en),
             "fixed_en": int(fixed_width is not None), "fixed_w": fixed_width or 0}
+
+
+def ctl_ports(ctl: dict) -> dict:
+    """Side-band values keyed by the compressor's port names (``ctl__man_width`` ...)."""
+    return {f"ctl__{name}": value for name, value in ctl.items()}
 
 
 def cfg_control(cfg: GeckoConfig) -> dict:
@@ -61,7 +60,8 @@ def stream_payloads(s: GeckoStream) -> tuple[list[int], list[int]]:
     one of each)."""
     n = s.data.shape[0]
     data = [pack_row(s.data[q], q == n - 1, s.cfg) for q in range(n)]
-    meta = [int(w) | (int(q == s.meta.size - 1) << 32) for q, w in enumerate(s.meta)]
+    meta = [pack(META_LAYOUT, {"word": int(w), "last": int(q == s.meta.size - 1)})
+            for q, w in enumerate(s.meta)]
     return data, meta
 
 
@@ -82,14 +82,9 @@ def completion_rows(bits: np.ndarray, cfg: GeckoConfig) -> list[int]:
     return out
 
 
-def pack_cmd(**kw) -> int:
-    v, pos = 0, 0
-    for name, width in CMD_FIELDS:
-        value = int(kw.get(name, 0))
-        assert 0 <= value < (1 << width), f"command field {name}={value} does not fit {width} bits"
-        v |= value << pos
-        pos += width
-    return v
+def pack_cmd(rows: int, ctl: dict) -> int:
+    """A decompressor command payload: the tensor's row count and side-band values."""
+    return pack(CMD_LAYOUT, {"rows": rows, "ctl": ctl})
 
 
 def rows_of(bits: np.ndarray, cfg: GeckoConfig) -> list[list[int]]:
@@ -164,100 +159,3 @@ def random_plan(gen: np.random.Generator, cfg: GeckoConfig, target_rows: int, ma
 def plan_rows(plan, lanes: int) -> int:
     """Input rows of a list of ``(bits, cfg)`` tensors."""
     return sum(-(-x.size // lanes) for x, _ in plan)
-
-
-class Source:
-    """Drives ``<name>__valid``/``<name>__payload`` from a list of items.
-
-    Each item is ``(payload, extra)`` where ``extra`` maps further port names to values driven
-    with the item (the compressor samples its control inputs with each row).  ``gap`` is the
-    probability of idling instead of offering the next item.
-    """
-
-    def __init__(self, dut, name: str, items, rnd, gap: float = 0.0):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.dut = dut
-        self.items = list(items)
-        self.rnd = rnd
-        self.gap = gap
-        self.offering = False
-        self.accepted_cycles = []
-        self.valid.value = 0
-
-    def drive(self) -> None:
-        if not self.offering and self.items and self.rnd.random() >= self.gap:
-            payload, extra = self.items[0]
-            self.payload.value = payload
-            for port, value in extra.items():
-                getattr(self.dut, port).value = value
-            self.offering = True
-        self.valid.value = int(self.offering)
-
-    def sample(self, cycle: int) -> None:
-        if self.offering and uint(self.ready):
-            self.items.pop(0)
-            self.offering = False
-            self.accepted_cycles.append(cycle)
-
-    @property
-    def done(self) -> bool:
-        return not self.items and not self.offering
-
-
-class Sink:
-    """Drives ``<name>__ready`` (high with probability ``p_ready``) and collects payloads."""
-
-    def __init__(self, dut, name: str, rnd, p_ready: float = 1.0):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.rnd = rnd
-        self.p_ready = p_ready
-        self.got = []
-        self.cycles = []
-        self._r = 0
-        self.ready.value = 0
-
-    def drive(self) -> None:
-        self._r = int(self.rnd.random() < self.p_ready)
-        self.ready.value = self._r
-
-    def sample(self, cycle: int) -> None:
-        if self._r and uint(self.valid):
-            self.got.append(uint(self.payload))
-            self.cycles.append(cycle)
-
-
-async def run(dut, sources, sinks, done, max_cycles: int, check=None) -> int:
-    """Cycle loop (call on a falling edge with reset released).  Runs until ``done()`` is true
-    after a cycle; fails after ``max_cycles``.  ``check(cycle)`` runs in ReadOnly each cycle.
-    Returns the number of cycles run; ends on a falling edge with the sources idle (unless an
-    item is still offered) and the sinks not ready."""
-    cycle = 0
-    while True:
-        for s in sources:
-            s.drive()
-        for k in sinks:
-            k.drive()
-        await ReadOnly()
-        for s in sources:
-            s.sample(cycle)
-        for k in sinks:
-            k.sample(cycle)
-        if check is not None:
-            check(cycle)
-        cycle += 1
-        await FallingEdge(dut.clk)
-        if done():
-            # stop offering and accepting, or the item accepted last would be sent again
-            for s in sources:
-                s.valid.value = int(s.offering)
-            for k in sinks:
-                k.ready.value = 0
-            return cycle
-        if cycle >= max_cycles:
-            left = ", ".join(f"{len(x.items)} items left on {x.payload._name}" for x in sources)
-            got = ", ".join(f"{len(k.got)} items from {k.payload._name}" for k in sinks)
-            raise AssertionError(f"timed out after {max_cycles} cycles: {left}; {got}")

@@ -13,10 +13,11 @@ from cocotb.triggers import FallingEdge
 from golden.gecko import GeckoConfig
 from golden.schrodinger import truncate_mantissa
 
-from ..common import config_from_env, effort, rng, start, uint
+from ..common import config_from_env, rng, start, test_size, uint
+from ..common.streams import Sink, Source, run
 from .harness import (
-    ERRS, Sink, Source, cfg_control, fit_fixed_width, pack_cmd, pack_row, plan_rows, random_plan,
-    random_tensor, rows_of, run,
+    ERRS, cfg_control, ctl_ports, fit_fixed_width, pack_cmd, pack_row, plan_rows, random_plan,
+    random_tensor, rows_of,
 )
 
 
@@ -27,8 +28,9 @@ async def loop_tensors(dut, tensors, rnd, gap=0.0, p_ready=1.0):
     for bits, cfg in tensors:
         ctrl = cfg_control(cfg)
         rows = rows_of(bits, cfg)
-        rows_in += [(pack_row(r, q == len(rows) - 1, cfg), ctrl) for q, r in enumerate(rows)]
-        cmds.append((pack_cmd(rows=len(rows), **ctrl), {}))
+        rows_in += [(pack_row(r, q == len(rows) - 1, cfg), ctl_ports(ctrl))
+                    for q, r in enumerate(rows)]
+        cmds.append((pack_cmd(len(rows), ctrl), {}))
         exp = rows_of(truncate_mantissa(bits, cfg.man_width, cfg.fmt), cfg)
         want += [pack_row(r, q == len(exp) - 1, cfg) for q, r in enumerate(exp)]
     srcs = [Source(dut, "i", rows_in, rnd, gap), Source(dut, "cmd", cmds, rnd, gap)]
@@ -52,8 +54,6 @@ async def setup(dut, name: str):
     cfg = config_from_env(GeckoConfig)
     r = rng(name)
     gen = np.random.default_rng(r.getrandbits(64))
-    for p in ("man_width", "sign_en", "fixed_en", "fixed_w", "i__valid", "cmd__valid", "o__ready"):
-        getattr(dut, p).value = 0
     await start(dut)
     return cfg, r, gen
 
@@ -88,14 +88,13 @@ async def identity_at_full_mantissa(dut):
 async def random_roundtrip(dut):
     """Random tensors under random gaps and back-pressure: every (man_width, sign_en) pair gets
     a Gecko-mode and a fixed-width tensor (fixed widths 0..7), shuffled among further random
-    tensors of both modes; at least 10,000 rows at full effort."""
+    tensors of both modes; at least the unit's test size in rows (10,000 in ``make test``)."""
     cfg, r, gen = await setup(dut, "random_roundtrip")
-    full = effort() == "full"
-    tensors = random_plan(gen, cfg, 10_000 if full else 400, max_rows=50,
-                          pair_rows=40 if full else 6)
+    size = test_size()
+    tensors = random_plan(gen, cfg, size, max_rows=50, pair_rows=min(40, max(6, size // 250)))
     rows = plan_rows(tensors, cfg.lanes)
     assert any(c.fixed_width is not None for _, c in tensors)
-    assert rows >= (10_000 if full else 400)
+    assert rows >= size
     half = len(tensors) // 2
     await loop_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.95)
     await loop_tensors(dut, tensors[half:], r, gap=0.3, p_ready=0.4)

@@ -1,0 +1,290 @@
+"""The rounding block: one normalize/round/convert step that every unit instantiates.
+
+A raw number — a significand ``sig`` (two's complement, or an unsigned magnitude with a
+separate ``sign``) and a signed exponent ``exp`` — has the exact value::
+
+    value = sig * 2**(exp - frac)          (times (-1)**sign for a magnitude input)
+
+:func:`round_raw` rounds it into a target format (the golden twin of
+:class:`hdl.common.rounding.Round`, registry unit ``common.round``):
+
+* a **float** target (:class:`~golden.common.formats.FloatFormat`, e.g. ``bf16`` or
+  ``e10m9``) normalizes: the leading one becomes the hidden bit, ``man_bits`` fraction bits are
+  kept and the rest rounded; a carry out of the rounding renormalizes.  Then the exponent range:
+
+  - ``overflow="inf"`` / ``"saturate"``: an IEEE format.  A biased exponent ``>= exp_max``
+    gives ±Inf (or ±the largest finite number); a biased exponent ``<= 0`` flushes to a signed
+    zero (FTZ: no subnormal results).  Both are decided on the exponent *after* rounding.
+  - ``overflow="wrap"``: no range, as an exponent register: the unbiased exponent is kept
+    modulo ``2**exp_bits`` (two's complement).  The PE accumulators use this.
+
+* an **integer** target (:class:`~golden.common.formats.IntFormat`, e.g. ``int8``, ``uint4``)
+  does not normalize: ``value`` itself is rounded to an integer (the caller places the binary
+  point through ``exp``), then clamped to the format's range (``overflow`` ``"inf"`` or
+  ``"saturate"``: integers have no infinity).  An unsigned target is the magnitude of a
+  sign-magnitude element; the sign passes through.
+
+Rounding modes act on the value (sign-magnitude), whatever the input representation:
+
+``rne``  nearest, ties to even        ``rna``  nearest, ties away from zero
+``rtz``  toward zero (truncation)     ``rdn``  toward -inf (floor)   ``rup``  toward +inf
+``rto``  round to odd (jamming: truncate, then OR "inexact" into the LSB)
+``sr``   stochastic: the magnitude truncated to ``rand_bits`` bits below the kept LSB, plus
+         the ``rand_bits``-bit random input ``rand``, truncated (bits below that window are
+         dropped first, as FAST's converter does; spec ``seed-fast.md`` §2.3).  Unbiased
+         ``E[result] = value`` for values on that grid.
+
+A zero significand gives a zero result with the input's sign (magnitude input) or ``+0``
+(two's complement input); an FTZ flush keeps the sign.  Subnormal *inputs* are the caller's
+business (DAZ happens where a format is decoded); subnormal outputs are not produced.
+
+Everything is vectorized over NumPy ``int64`` arrays (significands up to 56 bits).
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import ConfigError, check_bool, check_choice, check_int
+from .formats import FloatFormat, IntFormat, format_named
+
+#: rounding modes (see the module docstring)
+MODES = ("rne", "rna", "rtz", "rdn", "rup", "rto", "sr")
+#: exponent range handling
+OVERFLOWS = ("inf", "saturate", "wrap")
+#: widest significand input the golden model (int64) and the block accept
+MAX_IN_WIDTH = 56
+
+
+@dataclass(frozen=True)
+class RoundConfig:
+    """Configuration of the rounding block (registry unit ``common.round``).
+
+    The defaults round an FP32-style 24-bit significand to bfloat16 with RNE.
+    """
+
+    #: target format: a float (bf16, fp32, fp16, hfp8, e4m3, e5m2, e<E>m<M>) or an integer
+    #: (int8, int12, int<N>, uint<N>) format name
+    fmt: str = "bf16"
+    #: width of the significand input (two's complement width when ``signed``), 1..56
+    in_width: int = 24
+    #: the significand is two's complement; otherwise an unsigned magnitude plus a sign input
+    signed: bool = False
+    #: binary point of the input: value = sig * 2**(exp - frac)
+    frac: int = 23
+    #: width of the signed exponent input, 2..16
+    exp_width: int = 10
+    #: the input's leading one is its top bit (or it is zero): no leading-one detector
+    #: (float targets with a magnitude input only)
+    normalized: bool = False
+    #: rounding mode, one of MODES
+    mode: str = "rne"
+    #: width of the random input for mode "sr", 1..16
+    rand_bits: int = 8
+    #: exponent range: "inf" or "saturate" (IEEE range, FTZ), or "wrap" (no range)
+    overflow: str = "inf"
+
+    def __post_init__(self):
+        try:
+            fmt = format_named(self.fmt)
+        except ValueError as e:
+            raise ConfigError(type(self).__name__, "fmt", self.fmt,
+                              "a float or integer format name (" + str(e).split(": ", 1)[1]
+                              + ")") from None
+        if not isinstance(fmt, (FloatFormat, IntFormat)):
+            raise ConfigError(type(self).__name__, "fmt", self.fmt, "a float or integer format")
+        check_int(self, "in_width", 1, MAX_IN_WIDTH)
+        check_bool(self, "signed")
+        check_int(self, "frac", -64, 64)
+        check_int(self, "exp_width", 2, 16)
+        check_bool(self, "normalized")
+        check_choice(self, "mode", MODES)
+        check_int(self, "rand_bits", 1, 16)
+        check_choice(self, "overflow", OVERFLOWS)
+        if self.normalized and (self.signed or fmt.kind != "float"):
+            raise ConfigError(type(self).__name__, "normalized", True,
+                              "false with a two's complement input or an integer target")
+        if self.overflow == "wrap" and fmt.kind != "float":
+            raise ConfigError(type(self).__name__, "overflow", "wrap",
+                              "'inf' or 'saturate' for an integer target (both clamp)")
+        if self.signed and self.in_width < 2:
+            raise ConfigError(type(self).__name__, "in_width", self.in_width,
+                              "at least 2 for a two's complement input")
+
+    @property
+    def format(self):
+        """The target :class:`FloatFormat` or :class:`IntFormat`."""
+        return format_named(self.fmt)
+
+    @property
+    def out_exp_width(self) -> int:
+        """Width of the signed unbiased exponent output (float targets)."""
+        fmt = self.format
+        return fmt.exp_bits if self.overflow == "wrap" else fmt.exp_bits + 2
+
+    @property
+    def out_sig_width(self) -> int:
+        """Width of the significand output: hidden bit + mantissa, or the integer magnitude."""
+        fmt = self.format
+        return fmt.man_bits + 1 if fmt.kind == "float" else fmt.bits
+
+
+class Rounded(NamedTuple):
+    """Result arrays of :func:`round_raw`.
+
+    Float targets: ``(-1)**sign * sig * 2**(exp - man_bits)`` unless ``zero``; an overflow to
+    Inf reads ``exp = emax + 1, sig = 2**man_bits``.  Integer targets: ``sig`` is the magnitude,
+    ``exp`` is 0.  ``bits`` is the word in the target format (two's complement for signed
+    integers; for ``wrap`` floats the exponent field holds the two's complement exponent).
+    """
+
+    zero: np.ndarray
+    sign: np.ndarray
+    exp: np.ndarray
+    sig: np.ndarray
+    bits: np.ndarray
+    #: the result differs from the exact value (before any range handling)
+    inexact: np.ndarray
+    #: the exponent (float) or the integer was out of range and was replaced
+    overflow: np.ndarray
+    #: a non-zero float result was flushed to zero
+    underflow: np.ndarray
+
+
+def bit_length(m):
+    """Bit length of non-negative int64 arrays (values below 2**62): a binary search, 6 steps."""
+    n = np.zeros(m.shape, dtype=np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        hi = (m >> (n + step)) != 0
+        n += np.where(hi, step, 0)
+    return n + (m != 0)
+
+
+def _shift_right(mag, s, cfg, sign, rand):
+    """``mag * 2**-s`` rounded per ``cfg.mode`` (``s`` may be negative: exact left shift).
+
+    Returns ``(q, inexact)``; ``q`` may need one more bit than ``mag >> s`` (a carry).
+    """
+    s = np.asarray(s, dtype=np.int64)
+    sr = np.clip(s, 0, 62)
+    q = np.where(s > 0, mag >> sr, mag << np.clip(-s, 0, 62))
+    rem = np.where(s > 0, mag & ((np.int64(1) << sr) - 1), 0)
+    inexact = rem != 0
+    half = np.where(s > 0, np.int64(1) << np.clip(s - 1, 0, 62), 0)
+    mode = cfg.mode
+    if mode == "rne":
+        up = (rem > half) | ((rem == half) & inexact & ((q & 1) == 1))
+    elif mode == "rna":
+        up = inexact & (rem >= half)
+    elif mode == "rtz":
+        up = np.zeros(q.shape, dtype=bool)
+    elif mode == "rdn":
+        up = inexact & (sign == 1)
+    elif mode == "rup":
+        up = inexact & (sign == 0)
+    elif mode == "rto":
+        return q | inexact, inexact
+    else:  # sr: the rand_bits below the LSB, plus rand, carry into the LSB
+        r = cfg.rand_bits
+        window = np.where(s >= r, rem >> np.clip(s - r, 0, 62), rem << np.clip(r - s, 0, 62))
+        up = ((window + rand) >> r) != 0
+    return q + up, inexact
+
+
+def round_raw(cfg: RoundConfig, sig, exp, sign=0, rand=0) -> Rounded:
+    """Round raw numbers into ``cfg``'s target format (see the module docstring).
+
+    Parameters
+    ----------
+    cfg : RoundConfig
+    sig : array_like of int
+        Significands: two's complement values in ``in_width`` bits when ``cfg.signed``, else
+        magnitudes below ``2**in_width`` (normalized ones have bit ``in_width - 1`` set).
+    exp : array_like of int
+        Signed exponents in ``exp_width`` bits.
+    sign : array_like of int, optional
+        Signs of magnitude inputs (ignored for two's complement inputs).
+    rand : array_like of int, optional
+        ``rand_bits``-bit random values (mode ``"sr"``).
+
+    Raises
+    ------
+    ValueError
+        An input outside its width (or a normalized input whose top bit is clear).
+    """
+    fmt = cfg.format
+    W = cfg.in_width
+    sig = np.asarray(sig, dtype=np.int64)
+    exp = np.asarray(exp, dtype=np.int64)
+    sign = np.asarray(sign, dtype=np.int64)
+    rand = np.asarray(rand, dtype=np.int64)
+    sig, exp, sign, rand = np.broadcast_arrays(sig, exp, sign, rand)
+    lo, hi = (-(1 << (W - 1)), (1 << (W - 1)) - 1) if cfg.signed else (0, (1 << W) - 1)
+    for name, v, a, b in (("sig", sig, lo, hi),
+                          ("exp", exp, -(1 << (cfg.exp_width - 1)), (1 << (cfg.exp_width - 1)) - 1),
+                          ("sign", sign, 0, 1), ("rand", rand, 0, (1 << cfg.rand_bits) - 1)):
+        bad = (v < a) | (v > b)
+        if bad.any():
+            raise ValueError(f"round_raw: {name} {int(v[bad].flat[0])} is outside {a}..{b} "
+                             f"({cfg})")
+    if cfg.signed:
+        sign = (sig < 0).astype(np.int64)
+        mag = np.abs(sig)
+    else:
+        mag = sig
+    if cfg.normalized and ((mag != 0) & ((mag >> (W - 1)) == 0)).any():
+        bad = mag[(mag != 0) & ((mag >> (W - 1)) == 0)].flat[0]
+        raise ValueError(f"round_raw: normalized significand {int(bad)} has bit {W - 1} clear")
+    zero_in = mag == 0
+    no = np.zeros(mag.shape, dtype=bool)
+    if fmt.kind == "int":
+        return _to_int(cfg, fmt, mag, exp, sign, rand, no)
+    P = fmt.man_bits
+    n = bit_length(mag) - 1
+    q, inexact = _shift_right(mag, n - P, cfg, sign, rand)
+    carry = (q >> (P + 1)) != 0
+    q = np.where(carry, q >> 1, q)
+    e = exp + n - cfg.frac + carry
+    if cfg.overflow == "wrap":
+        half = 1 << (fmt.exp_bits - 1)
+        e = ((e + half) & ((1 << fmt.exp_bits) - 1)) - half
+        zero = zero_in
+        over = under = no
+        field = e & fmt.exp_max
+    else:
+        biased = e + fmt.bias
+        over = ~zero_in & (biased >= fmt.exp_max)
+        under = ~zero_in & (biased <= 0)
+        zero = zero_in | under
+        sat = cfg.overflow == "saturate"
+        e = np.where(over, fmt.emax if sat else fmt.emax + 1, e)
+        q = np.where(over, (2 << P) - 1 if sat else 1 << P, q)
+        field = np.where(over, fmt.exp_max - 1 if sat else fmt.exp_max, np.clip(biased, 0, None))
+    e = np.where(zero, 0, e)
+    q = np.where(zero, 0, q)
+    field = np.where(zero, 0, field)
+    bits = (sign << (fmt.width - 1)) | (field << P) | (q & ((1 << P) - 1))
+    return Rounded(zero, sign, e, q, bits, inexact, over, under)
+
+
+def _to_int(cfg, fmt, mag, exp, sign, rand, no):
+    """Integer targets: round ``mag * 2**(exp - frac)`` to an integer, then clamp."""
+    lsh = exp - cfg.frac
+    # a left shift that moves the leading one past the format's width overflows; this also
+    # keeps the int64 arithmetic below from overflowing
+    big = (lsh > 0) & (mag != 0) & (bit_length(mag) + lsh > fmt.bits)
+    q, inexact = _shift_right(mag, np.where(big, 0, -lsh), cfg, sign, rand)
+    limit = np.where(sign == 1, -fmt.min, fmt.max) if fmt.signed else np.full(mag.shape, fmt.max)
+    over = big | (q > limit)
+    q = np.where(over, limit, q)
+    if fmt.signed:
+        sign = np.where(q == 0, 0, sign)
+        bits = np.where(sign == 1, -q, q) & ((1 << fmt.bits) - 1)
+    else:
+        bits = q
+    return Rounded(q == 0, sign, np.zeros(q.shape, dtype=np.int64), q, bits, inexact, over, no)
+
+
+__all__ = ["MODES", "OVERFLOWS", "MAX_IN_WIDTH", "RoundConfig", "Rounded", "round_raw",
+           "bit_length"]

@@ -1,0 +1,225 @@
+"""The rounding block (registry unit ``common.round``): one parameterized normalize/round/convert
+step, bit-exact with :func:`golden.common.rounding.round_raw`.
+
+Every unit that rounds instantiates it: the PE accumulators normalize their step sums with it
+(``e10m9``, RNE, wrapping exponent) and read out bfloat16 with it (a normalized ``1.P`` input,
+RNE or truncation, ±Inf/FTZ); FP→BFP converters, FP adders and bfloat16 normalizers are further
+configurations of the same component.  The semantics (modes, ranges, flags) are documented in
+:mod:`golden.common.rounding`.
+
+Structure (combinational)
+-------------------------
+Float targets: absolute value (two's complement inputs) → leading-one detector and a left
+shift that justifies the leading one to the top bit (both skipped for ``normalized`` inputs) →
+the top ``man_bits + 1`` bits are the significand, the bits below it the guard/sticky (or the
+``rand_bits`` window for ``sr``) → increment → renormalize on carry → exponent
+``exp + n - frac + carry`` → range: ±Inf/±max or FTZ (IEEE) or the exponent's low bits (wrap).
+
+Integer targets: absolute value → barrel right shift by ``frac - exp`` with the shifted-out
+bits OR-ed into a sticky (or a left shift for ``exp > frac``) → increment → clamp.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for, ceil_log2
+
+from golden.common.rounding import RoundConfig
+
+from . import msb_index
+from .signatures import RawSignature, RoundedSignature
+
+
+class Round(wiring.Component):
+    """Round a raw number into a target format (see the module docstring).
+
+    Latency: combinational.  Throughput: one number per cycle.
+
+    Parameters
+    ----------
+    cfg : golden.common.rounding.RoundConfig
+        Target format, input widths and binary point, mode, random width, range handling.
+
+    Ports
+    -----
+    i : In(RawSignature(cfg))
+        ``sig``, ``exp``, ``sign`` (magnitude inputs), ``rand`` (mode ``"sr"``).
+    o : Out(RoundedSignature(cfg))
+        ``zero``, ``sign``, ``exp`` (floats), ``sig``, ``bits``, ``inexact``, ``overflow``,
+        ``underflow``.
+    """
+
+    def __init__(self, cfg: RoundConfig = RoundConfig()):
+        self.cfg = cfg
+        super().__init__({"i": In(RawSignature(cfg)), "o": Out(RoundedSignature(cfg))})
+
+    def _increment(self, m, neg, lsb, window, below):
+        """The rounding increment from the bits under the LSB: ``window`` holds the first of
+        them (one guard bit; ``rand_bits`` of them in mode sr) and ``below`` is the OR of the
+        rest (ignored by sr, which drops them).  For ``rto`` the result is the bit OR-ed into
+        the LSB."""
+        cfg = self.cfg
+        G = len(window)
+        guard = window[G - 1]
+        inexact = Signal(name="inexact_bits")
+        inc = Signal(name="inc")
+        m.d.comb += inexact.eq(window.any() | below)
+        mode = cfg.mode
+        if mode == "rne":
+            m.d.comb += inc.eq(guard & (below | lsb))
+        elif mode == "rna":
+            m.d.comb += inc.eq(guard)
+        elif mode == "rdn":
+            m.d.comb += inc.eq(neg & inexact)
+        elif mode == "rup":
+            m.d.comb += inc.eq(~neg & inexact)
+        elif mode == "rto":
+            m.d.comb += inc.eq(inexact)
+        elif mode == "sr":
+            total = Signal(G + 1, name="sr_sum")
+            m.d.comb += [total.eq(window + self.i.rand), inc.eq(total[G])]
+        return inc, inexact
+
+    @property
+    def _window_bits(self) -> int:
+        """Bits under the LSB that the increment looks at individually."""
+        return self.cfg.rand_bits if self.cfg.mode == "sr" else 1
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        W = cfg.in_width
+        neg = Signal()
+        mag = Signal(W)
+        if cfg.signed:
+            m.d.comb += [neg.eq(self.i.sig < 0), mag.eq(Mux(neg, -self.i.sig, self.i.sig))]
+        else:
+            m.d.comb += [neg.eq(self.i.sign), mag.eq(self.i.sig)]
+        if cfg.format.kind == "float":
+            self._float(m, neg, mag)
+        else:
+            self._int(m, neg, mag)
+        return m
+
+    def _float(self, m, neg, mag):
+        cfg, fmt = self.cfg, self.cfg.format
+        W, P = cfg.in_width, cfg.format.man_bits
+        zero_in = Signal()
+        m.d.comb += zero_in.eq(mag == 0)
+        if cfg.normalized:
+            n, just = W - 1, mag
+        else:
+            n = msb_index(m, mag, name="lead")
+            lshift = Signal(range(W), name="lshift")
+            just = Signal(W, name="just")
+            m.d.comb += [lshift.eq(W - 1 - n), just.eq((mag << lshift)[:W])]
+        R = W - 1 - P                        # bits under the kept significand
+        G = self._window_bits
+        if R > 0:
+            pre = just[R:]
+            # the first G bits under the LSB (zero-padded when fewer exist), and the rest
+            window = just[R - G:R] if R >= G else Cat(Const(0, G - R), just[:R])
+            below = just[:R - G].any() if R > G else Const(0)
+            inc, inexact = self._increment(m, neg, pre[0], window, below)
+        else:
+            pre = Cat(Const(0, -R), just) if R < 0 else just
+            inc, inexact = Const(0), Const(0)
+        rounded = Signal(P + 2, name="rounded")
+        if cfg.mode == "rto":
+            m.d.comb += rounded.eq(pre | inc)
+        else:
+            m.d.comb += rounded.eq(pre + inc)
+        carry = rounded[P + 1]
+        sig = Mux(carry, rounded[1:], rounded[:P + 1])
+
+        EW = max(cfg.exp_width, bits_for(abs(cfg.frac)) + 1, bits_for(W) + 1) + 3
+        e = Signal(signed(EW), name="exp_unbiased")
+        m.d.comb += e.eq(self.i.exp + n + carry - cfg.frac)
+        o = self.o
+        m.d.comb += o.inexact.eq(inexact)
+        if cfg.overflow == "wrap":
+            m.d.comb += [
+                o.zero.eq(zero_in),
+                o.exp.eq(Mux(zero_in, 0, e[:fmt.exp_bits].as_signed())),
+                o.sig.eq(Mux(zero_in, 0, sig)),
+                o.bits.exp.eq(Mux(zero_in, 0, e[:fmt.exp_bits])),
+            ]
+        else:
+            biased = Signal(signed(EW + 1), name="exp_biased")
+            over = Signal(name="over")
+            under = Signal(name="under")
+            m.d.comb += [
+                biased.eq(e + fmt.bias),
+                over.eq(~zero_in & (biased >= fmt.exp_max)),
+                under.eq(~zero_in & (biased <= 0)),
+                o.overflow.eq(over), o.underflow.eq(under),
+                o.zero.eq(zero_in | under),
+            ]
+            sat = cfg.overflow == "saturate"
+            with m.If(zero_in | under):
+                m.d.comb += [o.exp.eq(0), o.sig.eq(0), o.bits.exp.eq(0)]
+            with m.Elif(over):
+                m.d.comb += [
+                    o.exp.eq(fmt.emax if sat else fmt.emax + 1),
+                    o.sig.eq((2 << P) - 1 if sat else 1 << P),
+                    o.bits.exp.eq(fmt.exp_max - 1 if sat else fmt.exp_max),
+                ]
+            with m.Else():
+                m.d.comb += [o.exp.eq(e), o.sig.eq(sig), o.bits.exp.eq(biased[:fmt.exp_bits])]
+        m.d.comb += [o.sign.eq(neg), o.bits.sign.eq(neg), o.bits.man.eq(o.sig[:P])]
+
+    def _int(self, m, neg, mag):
+        cfg, fmt = self.cfg, self.cfg.format
+        W, B = cfg.in_width, fmt.bits
+        G = self._window_bits
+        # s = frac - exp: right shift amount (left shift when negative)
+        SW = max(cfg.exp_width, bits_for(abs(cfg.frac)) + 1) + 1
+        s = Signal(signed(SW), name="shift")
+        m.d.comb += s.eq(cfg.frac - self.i.exp)
+        # right shifts: mag with G zero bits appended, shifted by min(s, W + G), sticky below
+        wide = Cat(Const(0, G), mag)
+        amt = Signal(range(W + G + 1), name="rshift")
+        m.d.comb += amt.eq(Mux(s >= W + G, W + G, s[:len(amt)]))
+        shifted = Signal(W + G, name="shifted")
+        lost = Signal(W + G, name="lost_mask")
+        m.d.comb += [
+            shifted.eq(wide >> amt),
+            lost.eq(~(Const((1 << (W + G)) - 1, W + G) << amt)[:W + G]),
+        ]
+        sticky = Signal(name="sticky")
+        m.d.comb += sticky.eq((wide & lost).any())
+        q_right = shifted[G:]
+        # left shifts: exact while the leading one stays inside the format's B bits
+        lsh = Signal(range(B + 1), name="lshift")
+        m.d.comb += lsh.eq(Mux(-s >= B, B, (-s)[:len(lsh)]))
+        left = Signal(W + B, name="left")
+        m.d.comb += left.eq(mag << lsh)
+        left_over = Signal(name="left_over")
+        m.d.comb += left_over.eq((mag != 0) & ((-s > B) | (left[B:] != 0)))
+        right = s >= 0
+        window = Mux(right, shifted[:G], 0)
+        inc, inexact = self._increment(m, neg, Mux(right, q_right[0], left[0]), window,
+                                       Mux(right, sticky, 0))
+        q0 = Signal(max(W, B) + 1, name="q0")
+        m.d.comb += q0.eq(Mux(right, q_right, left[:B]))
+        q = Signal(max(W, B) + 1, name="q")
+        m.d.comb += q.eq(q0 | inc if cfg.mode == "rto" else q0 + inc)
+        limit = Signal(B + 1, name="limit")
+        m.d.comb += limit.eq(Mux(neg, -fmt.min, fmt.max) if fmt.signed else fmt.max)
+        over = Signal(name="over")
+        m.d.comb += over.eq((~right & left_over) | (q > limit))
+        mag_out = Signal(B + 1, name="mag_out")
+        m.d.comb += mag_out.eq(Mux(over, limit, q))
+        o = self.o
+        m.d.comb += [
+            o.zero.eq(mag_out == 0), o.sig.eq(mag_out), o.inexact.eq(inexact),
+            o.overflow.eq(over),
+        ]
+        if fmt.signed:
+            m.d.comb += [o.sign.eq(neg & (mag_out != 0)),
+                         o.bits.eq(Mux(neg, -mag_out, mag_out)[:B])]
+        else:
+            m.d.comb += [o.sign.eq(neg), o.bits.eq(mag_out[:B])]
+
+
+__all__ = ["Round"]

@@ -1,0 +1,178 @@
+"""Testbench of the rounding block (``common.round``) against ``golden.common.rounding``.
+
+The block is combinational: each vector is driven, settles, and every output field (``zero``,
+``sign``, ``exp``, ``sig``, the packed ``bits``, ``inexact``, ``overflow``, ``underflow``) is
+compared with :func:`golden.common.rounding.round_raw`.  Vectors aim at what rounding gets
+wrong: ties and near-ties, all-ones significands (a carry into the next binade), exponents at
+the format's overflow and underflow edges, the largest negative two's complement input, zero.
+Exactly representable values are also checked against their packed fields computed from the
+format directly (no rounding model involved), in every mode.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import Timer
+
+from golden.common.rounding import RoundConfig, round_raw
+
+from . import config_from_env, idle, rng, sint, test_size, uint
+
+FIELDS = ("zero", "sign", "exp", "sig", "bits", "inexact", "overflow", "underflow")
+
+
+def _ports(dut, cfg: RoundConfig):
+    fields = [f for f in FIELDS if f != "exp" or cfg.format.kind == "float"]
+    return {f: getattr(dut, f"o__{f}") for f in fields}
+
+
+async def apply(dut, cfg: RoundConfig, sig, exp, sign, rand, where: str) -> int:
+    """Drive every vector and compare every output with the golden model; returns the count."""
+    want = round_raw(cfg, sig, exp, sign, rand)
+    outs = _ports(dut, cfg)
+    for k in range(len(sig)):
+        dut.i__sig.value = int(sig[k])
+        dut.i__exp.value = int(exp[k])
+        if not cfg.signed:
+            dut.i__sign.value = int(sign[k])
+        if cfg.mode == "sr":
+            dut.i__rand.value = int(rand[k])
+        await Timer(1, unit="ns")
+        for name, handle in outs.items():
+            got = sint(handle) if name == "exp" else uint(handle)
+            ref = int(getattr(want, name)[k])
+            assert got == ref, (f"{where} vector {k}: sig={int(sig[k])} exp={int(exp[k])} "
+                                f"sign={int(sign[k])} rand={int(rand[k])}: {name} = {got}, "
+                                f"golden {ref} ({cfg})")
+    return len(sig)
+
+
+def vectors(cfg: RoundConfig, gen: np.random.Generator, n: int):
+    """Random inputs biased toward rounding boundaries and the format's range edges."""
+    W, X, fmt = cfg.in_width, cfg.exp_width, cfg.format
+    lead = gen.integers(0, W, n)                        # position of the leading one
+    if cfg.normalized:
+        lead[:] = W - 1
+    mag = (np.int64(1) << lead) | (gen.integers(0, 1 << 62, n) & ((np.int64(1) << lead) - 1))
+    kind = gen.integers(0, 6, n)
+    P = fmt.man_bits if fmt.kind == "float" else 0
+    cut = np.clip(lead - P, 0, 62)                      # bits under the kept LSB (floats)
+    half = np.where(cut > 0, np.int64(1) << np.clip(cut - 1, 0, 62), 0)
+    keep = (mag >> cut) << cut
+    mag = np.where(kind == 1, keep | half, mag)                       # a tie
+    mag = np.where(kind == 2, (np.int64(1) << (lead + 1)) - 1, mag)  # all ones: carry
+    mag = np.where(kind == 3, keep | np.maximum(half - 1, 0), mag)    # just under a tie
+    mag = np.where(kind == 4, 0, mag)
+    mag = np.where(gen.random(n) < 0.02, (np.int64(1) << W) - 1, mag)
+    sign = gen.integers(0, 2, n)
+    if cfg.signed:
+        mag = np.minimum(mag, (np.int64(1) << (W - 1)) - 1)
+        sig = np.where(sign == 1, -mag, mag)
+        sig = np.where(gen.random(n) < 0.02, -(np.int64(1) << (W - 1)), sig)
+    else:
+        sig = mag
+    lo, hi = -(1 << (X - 1)), (1 << (X - 1)) - 1
+    exp = gen.integers(lo, hi + 1, n)
+    # exponents that put the result at the range edges: value = mag * 2**(exp - frac)
+    if fmt.kind == "float":
+        edges = np.array([fmt.emin - 1, fmt.emin, fmt.emax, fmt.emax + 1])
+    else:
+        edges = np.array([0, -1, fmt.bits - 1, fmt.bits])
+    target = gen.choice(edges, n) + gen.integers(-1, 2, n)
+    near = np.clip(target - lead + cfg.frac, lo, hi)
+    exp = np.where(gen.random(n) < 0.5, near, exp)
+    rand = gen.integers(0, 1 << cfg.rand_bits, n)
+    return sig, exp, sign, rand
+
+
+@cocotb.test()
+async def random_and_boundary_vectors(dut):
+    """The unit's test size in vectors (4,000 in ``make test``), half at the range edges."""
+    cfg = config_from_env(RoundConfig)
+    idle(dut)
+    gen = np.random.default_rng(rng("random_and_boundary_vectors").getrandbits(64))
+    n = await apply(dut, cfg, *vectors(cfg, gen, test_size()), "random")
+    assert n == test_size()
+
+
+@cocotb.test()
+async def exhaustive_small_inputs(dut):
+    """Narrow inputs (up to 10 bits): every significand and sign at edge and random exponents;
+    in mode sr every significand with random values."""
+    cfg = config_from_env(RoundConfig)
+    idle(dut)
+    r = rng("exhaustive_small_inputs")
+    W = cfg.in_width
+    if W > 10:
+        W = 10   # the low 10 bits only: the block's wide paths are the random test's
+    sigs = np.arange(-(1 << (W - 1)) if cfg.signed else 0,
+                     (1 << (W - 1)) if cfg.signed else 1 << W, dtype=np.int64)
+    if cfg.normalized:
+        sigs = np.concatenate([[0], sigs[sigs >= (1 << (W - 1))]]) << (cfg.in_width - W)
+    gen = np.random.default_rng(r.getrandbits(64))
+    lo, hi = -(1 << (cfg.exp_width - 1)), (1 << (cfg.exp_width - 1)) - 1
+    count = 0
+    for rep in range(3):
+        exp = gen.integers(lo, hi + 1, sigs.size)
+        sign = np.full(sigs.size, rep % 2)
+        rand = gen.integers(0, 1 << cfg.rand_bits, sigs.size)
+        count += await apply(dut, cfg, sigs, exp, sign, rand, f"exhaustive pass {rep}")
+    assert count == 3 * sigs.size
+
+
+@cocotb.test()
+async def representable_values_are_exact(dut):
+    """Values the target holds exactly come out unchanged in every mode: the expected word is
+    packed from the format's fields here, not by the rounding model."""
+    cfg = config_from_env(RoundConfig)
+    fmt = cfg.format
+    idle(dut)
+    r = rng("representable_values_are_exact")
+    checked = 0
+    outs = _ports(dut, cfg)
+    for _ in range(200):
+        sign = r.randrange(2)
+        if fmt.kind == "float":
+            P = fmt.man_bits
+            if cfg.in_width < P + 1 and not cfg.normalized:
+                top = cfg.in_width
+            else:
+                top = min(cfg.in_width, P + 1)
+            man = r.randrange(1 << (top - 1), 1 << top)            # top significant bits
+            shift = r.randrange(0, cfg.in_width - top + 1) if not cfg.normalized \
+                else cfg.in_width - top
+            sig = man << shift
+            e = r.randrange(fmt.emin, fmt.emax + 1)
+            # value = man * 2**(e - (top - 1)) = sig * 2**(exp - frac)
+            exp = e - (top - 1) - shift + cfg.frac
+            if not -(1 << (cfg.exp_width - 1)) <= exp < (1 << (cfg.exp_width - 1)):
+                continue
+            if cfg.signed and sig >= 1 << (cfg.in_width - 1):
+                continue
+            stored = (man << (P + 1 - top)) & ((1 << P) - 1)
+            field = (e & (fmt.exp_max)) if cfg.overflow == "wrap" else e + fmt.bias
+            want = (sign << (fmt.width - 1)) | (field << P) | stored
+        else:
+            limit = fmt.max if not (fmt.signed and sign) else -fmt.min
+            q = r.randrange(0, limit + 1)
+            shift = r.randrange(0, max(1, cfg.in_width - q.bit_length()))
+            sig = q << shift
+            if sig >= (1 << (cfg.in_width - int(cfg.signed))):
+                continue
+            exp = cfg.frac - shift
+            if not -(1 << (cfg.exp_width - 1)) <= exp < (1 << (cfg.exp_width - 1)):
+                continue
+            want = ((-q if sign else q) % (1 << fmt.bits)) if fmt.signed else q
+        if cfg.signed:
+            dut.i__sig.value = -sig if sign else sig
+        else:
+            dut.i__sig.value = sig
+            dut.i__sign.value = sign
+        dut.i__exp.value = exp
+        if cfg.mode == "sr":
+            dut.i__rand.value = r.randrange(1 << cfg.rand_bits)
+        await Timer(1, unit="ns")
+        where = f"sig={sig} exp={exp} sign={sign} ({cfg})"
+        assert uint(outs["bits"]) == want, f"{where}: bits {uint(outs['bits']):#x}, want {want:#x}"
+        assert uint(outs["inexact"]) == 0, f"{where}: inexact set for an exact value"
+        checked += 1
+    assert checked >= 50, f"only {checked} representable values fit the configuration"
