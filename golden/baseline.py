@@ -34,7 +34,13 @@ def required_int_bits(lanes: int, frac_bits: int, keep_bits: int) -> int:
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """Configuration of the bit-parallel bfloat16 PE; defaults match :class:`PEConfig`'s."""
+    """Configuration of the bit-parallel bfloat16 PE; defaults match :class:`PEConfig`'s.
+
+    The accumulator fields are declared again here rather than inherited from a common base:
+    each unit's configuration stays one flat dataclass whose field order is the one its preset
+    and manifest show.  Their validation is shared (``check_accumulator_fields``,
+    ``check_adder_fields``).
+    """
 
     #: MAC lanes (bfloat16 multipliers) per PE (paper: 8)
     lanes: int = 8

@@ -22,7 +22,7 @@ bits OR-ed into a sticky (or a left shift for ``exp > frac``) → increment → 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, ceil_log2
+from amaranth.utils import bits_for
 
 from golden.common.rounding import RoundConfig
 

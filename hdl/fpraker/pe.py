@@ -231,6 +231,17 @@ class ShiftReduce(wiring.Component):
         return m
 
 
+def _pe_ports(cfg: PEConfig) -> dict:
+    """The interfaces the PE and its core share (the PE adds its encoders' error flag, the core
+    the term streams and the encoder load strobe)."""
+    return {
+        "grp": In(operand_group(BF16, cfg.lanes)),
+        "eligible": In(cfg.lanes),
+        "trace": Out(PETraceSignature(cfg)),
+        "acc": Out(AccumulatorSignature(cfg.keep_bits)),
+    }
+
+
 class PECore(wiring.Component):
     """FPRaker PE datapath and control (spec §3.1-§3.4); term inputs come from encoder lanes.
 
@@ -263,15 +274,8 @@ class PECore(wiring.Component):
 
     def __init__(self, cfg: PEConfig = PEConfig()):
         self.cfg = cfg
-        lanes = cfg.lanes
-        super().__init__({
-            "grp": In(operand_group(BF16, lanes)),
-            "eligible": In(lanes),
-            "terms": In(TermStreamSignature(lanes)),
-            "load": Out(1),
-            "trace": Out(PETraceSignature(cfg)),
-            "acc": Out(AccumulatorSignature(cfg.keep_bits)),
-        })
+        super().__init__({**_pe_ports(cfg), "terms": In(TermStreamSignature(cfg.lanes)),
+                          "load": Out(1)})
 
     def elaborate(self, platform):
         cfg = self.cfg
@@ -383,14 +387,7 @@ class PE(wiring.Component):
 
     def __init__(self, cfg: PEConfig = PEConfig()):
         self.cfg = cfg
-        lanes = cfg.lanes
-        super().__init__({
-            "grp": In(operand_group(BF16, lanes)),
-            "eligible": In(lanes),
-            "trace": Out(PETraceSignature(cfg)),
-            "acc": Out(AccumulatorSignature(cfg.keep_bits)),
-            "error": Out(1),
-        })
+        super().__init__({**_pe_ports(cfg), "error": Out(1)})
 
     def elaborate(self, platform):
         cfg = self.cfg

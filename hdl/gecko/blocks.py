@@ -246,6 +246,15 @@ class FieldParser(wiring.Component):
         return m
 
 
+def _combine(m, buf, word, pos, load, name: str) -> Signal:
+    """A two-word buffer with ``word`` OR-ed in behind its first ``pos`` bits when ``load``
+    (``buf | ({word, 0} >> pos)``): the combine step of the packer and the unpacker."""
+    lw = len(word)
+    out = Signal(2 * lw, name=name)
+    m.d.comb += out.eq(Mux(load, buf | (Cat(Const(0, lw), word) >> pos)[:2 * lw], buf))
+    return out
+
+
 class Packer(wiring.Component):
     """One lane's packer: the paper's (L, R) register pair and rotate (Fig. 11, §5.3).
 
@@ -282,12 +291,8 @@ class Packer(wiring.Component):
         m = Module()
         lw = self.lane_w
         acc = Signal(2 * lw)
-        merged = Signal(2 * lw)
-        placed = (Cat(Const(0, lw), self.field) >> self.p)[:2 * lw]
-        m.d.comb += [
-            merged.eq(Mux(self.load, acc | placed, acc)),
-            self.word.eq(merged[lw:]),
-        ]
+        merged = _combine(m, acc, self.field, self.p, self.load, "merged")
+        m.d.comb += self.word.eq(merged[lw:])
         with m.If(self.clear):
             m.d.sync += acc.eq(0)
         with m.Elif(self.shift):
@@ -328,12 +333,8 @@ class Unpacker(wiring.Component):
         m = Module()
         lw = self.lane_w
         buf = Signal(2 * lw)
-        window = Signal(2 * lw)
-        placed = (Cat(Const(0, lw), self.word) >> self.avail)[:2 * lw]
-        m.d.comb += [
-            window.eq(Mux(self.load, buf | placed, buf)),
-            self.field.eq(window[lw:]),
-        ]
+        window = _combine(m, buf, self.word, self.avail, self.load, "window")
+        m.d.comb += self.field.eq(window[lw:])
         with m.If(self.clear):
             m.d.sync += buf.eq(0)
         with m.Elif(self.take):

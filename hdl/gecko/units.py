@@ -271,18 +271,14 @@ class GeckoDecompressor(wiring.Component):
     an output register.  Latency: an output row is registered one cycle after its inputs are
     present.  Throughput: one output row per cycle while inputs are available and ``o`` is
     ready; one idle cycle between tensors.  Output equals ``golden.gecko.decompress``, i.e.
-    ``P(x, man_width)`` of the compressed values.
-
-    Parameters
-    ----------
-    cfg : golden.gecko.GeckoConfig
-        ``lanes`` and ``fmt`` shape the circuit.
+    ``P(x, man_width)`` of the compressed values.  ``cfg`` (``lanes``, ``fmt``) shapes the
+    circuit as for :class:`GeckoCompressor`.
 
     Ports
     -----
     cmd : In(stream of commands)
-        ``rows`` (0 = empty tensor, nothing is emitted), ``man_width``, ``sign_en``,
-        ``fixed_en``, ``fixed_w`` for one tensor.
+        ``rows`` (0 = empty tensor, nothing is emitted) and the side-band values ``ctl``
+        (``man_width``, ``sign_en``, ``fixed_en``, ``fixed_w``) of one tensor.
     i : In(stream of rows)
         Packed lane words (``last`` is ignored: the row count delimits the tensor).
     meta : In(stream of metadata words)
@@ -403,18 +399,17 @@ class GeckoLoopback(wiring.Component):
 
     def __init__(self, cfg: GeckoConfig = GeckoConfig()):
         self.cfg = cfg
-        rows = row_layout(cfg)
-        super().__init__({
-            "i": In(stream.Signature(rows)),
-            "cmd": In(stream.Signature(CMD_LAYOUT)),
-            "o": Out(stream.Signature(rows)),
-            **_sideband_ports(),
-        })
+        self._comp, self._dec = GeckoCompressor(cfg), GeckoDecompressor(cfg)
+        # the compressor's input side (rows, side-band, errors) and the decompressor's command
+        # and output streams
+        comp, dec = self._comp.signature.members, self._dec.signature.members
+        super().__init__({**{name: comp[name] for name in comp if name not in ("o", "meta")},
+                          "cmd": dec["cmd"], "o": dec["o"]})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.comp = comp = GeckoCompressor(self.cfg)
-        m.submodules.decomp = dec = GeckoDecompressor(self.cfg)
+        m.submodules.comp = comp = self._comp
+        m.submodules.decomp = dec = self._dec
         wiring.connect(m, wiring.flipped(self.i), comp.i)
         wiring.connect(m, wiring.flipped(self.cmd), dec.cmd)
         _buffer(m, "words", comp.o, dec.i, self.WORD_FIFO_DEPTH)

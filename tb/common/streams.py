@@ -80,6 +80,24 @@ class Sink:
             self.got.append(uint(self.payload))
             self.cycles.append(cycle)
 
+    def expect(self, want, where: str = "") -> None:
+        """Assert that exactly the payloads ``want`` arrived, in order."""
+        name = self.payload._name
+        for q, (got, exp) in enumerate(zip(self.got, want)):
+            assert got == exp, f"{where}{name} item {q}: got {got:#x}, expected {exp:#x}"
+        assert len(self.got) == len(want), \
+            f"{where}{name}: {len(self.got)} items, expected {len(want)}"
+
+
+async def quiet(dut, sinks, cycles: int = 3) -> None:
+    """Hold every sink ready for ``cycles`` cycles and assert that nothing more arrives."""
+    for k in sinks:
+        k.ready.value = 1
+    for _ in range(cycles):
+        await FallingEdge(dut.clk)
+        for k in sinks:
+            assert not uint(k.valid), f"unexpected extra item on {k.payload._name}"
+
 
 async def run(dut, sources, sinks, done, max_cycles: int, check=None) -> int:
     """Cycle loop (call on a falling edge with reset released).  Runs until ``done()`` is true

@@ -5,9 +5,9 @@ import numpy as np
 
 from golden.common import float_to_fp32
 from golden.gecko import GeckoConfig, GeckoStream, compress, exp_code
-
 from hdl.gecko import CMD_LAYOUT, META_LAYOUT, row_layout
 
+from ..common import config_from_env, rng, start, uint
 from ..common.layouts import field, pack
 
 #: rows A and B of spec §8.11/§8.12
@@ -15,6 +15,22 @@ ROW_A = [1.0, 0.5, 0.25, 3.0, 0.125, 0.75, 1.5, 0.0]
 ROW_B = [-0.1, 0.2, -0.3, 0.4, 8.0, -2.5, 0.0625, 0.001]
 #: the compressor's (and loopback's) sticky error outputs
 ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
+
+
+async def setup(dut, name: str):
+    """Start a Gecko test: inputs idle, clock, reset; returns the unit's configuration, the
+    test's random generator and a NumPy generator seeded from it."""
+    cfg = config_from_env(GeckoConfig)
+    r = rng(name)
+    gen = np.random.default_rng(r.getrandbits(64))
+    await start(dut)
+    return cfg, r, gen
+
+
+def no_errors(dut) -> None:
+    """No sticky error flag is set."""
+    for e in ERRS:
+        assert uint(getattr(dut, e)) == 0, f"{e} set without cause"
 
 
 def spec_rows_ab(cfg: GeckoConfig) -> np.ndarray:
@@ -108,6 +124,13 @@ def random_tensor(gen: np.random.Generator, n: int, cfg_fmt, sign: bool) -> np.n
     man = gen.integers(0, 1 << m, n)
     s = gen.integers(0, 2, n) if sign else np.zeros(n, dtype=np.int64)
     return ((s << (cfg_fmt.width - 1)) | (E << m) | man).astype(cfg_fmt.dtype)
+
+
+def own_tensor(gen: np.random.Generator, n: int, cfg: GeckoConfig) -> np.ndarray:
+    """A random tensor of ``n`` values that is legal at the configuration's own side-band
+    values (signs only with ``sign_en``; magnitudes inside a fixed width)."""
+    x = random_tensor(gen, n, cfg.format, cfg.sign_en)
+    return x if cfg.fixed_width is None else fit_fixed_width(x, cfg.fixed_width, cfg.format)
 
 
 def fit_fixed_width(bits: np.ndarray, fixed_width: int, fmt) -> np.ndarray:
