@@ -118,9 +118,14 @@ CONFIGS = [
     RoundConfig(fmt="bf16", in_width=7, frac=6, exp_width=10, normalized=True),
     RoundConfig(fmt="e4m3", in_width=9, exp_width=5, frac=4, overflow="saturate"),
     RoundConfig(fmt="hfp8", in_width=6, exp_width=4, frac=0),
-    RoundConfig(fmt="int8", in_width=24, frac=23, exp_width=8),
-    RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=8, rand_bits=8),
-    RoundConfig(fmt="int12", in_width=16, signed=True, frac=4, exp_width=6, rand_bits=5),
+    RoundConfig(fmt="int8", in_width=24, frac=23, exp_width=8, overflow="saturate"),
+    RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=8, rand_bits=8, overflow="saturate"),
+    RoundConfig(fmt="int12", in_width=16, signed=True, frac=4, exp_width=6, rand_bits=5,
+                overflow="saturate"),
+    # narrow exponent inputs into wide exponent formats (the bias exceeds the input's range)
+    RoundConfig(fmt="e10m9", in_width=16, frac=15, exp_width=6),
+    RoundConfig(fmt="e10m9", in_width=6, signed=True, frac=0, exp_width=3, overflow="wrap"),
+    RoundConfig(fmt="bf16", in_width=1, frac=0, exp_width=2),
 ]
 
 
@@ -137,7 +142,8 @@ def test_random_inputs_match_exact_rationals(base, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_exhaustive_small_inputs(fmt, mode):
     """Every 7-bit significand (and sign), every exponent, every 3-bit random value."""
-    cfg = RoundConfig(fmt=fmt, in_width=7, frac=3, exp_width=5, mode=mode, rand_bits=3)
+    cfg = RoundConfig(fmt=fmt, in_width=7, frac=3, exp_width=5, mode=mode, rand_bits=3,
+                      overflow="saturate" if "int" in fmt else "inf")
     grid = list(itertools.product(range(128), range(-16, 16), (0, 1),
                                   range(8) if mode == "sr" else (0,)))
     sigs, exps, signs, rands = map(list, zip(*grid))
@@ -182,12 +188,14 @@ def test_range_edges_bf16():
 
 
 def test_integer_targets_clamp_and_keep_signs():
-    u4 = RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=8, mode="rtz")
+    u4 = RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=8, mode="rtz",
+                     overflow="saturate")
     # FAST-style: M = 1.5 * 2**23 at exp 3 -> 12; at exp 4 -> 24 clamps to 15
     r = round_raw(u4, [0xC00000, 0xC00000, 0xC00000, 0], [3, 4, -30, 0], [1, 0, 1, 1])
     assert r.sig.tolist() == [12, 15, 0, 0] and r.sign.tolist() == [1, 0, 1, 1]
     assert r.overflow.tolist() == [False, True, False, False]
-    i8 = RoundConfig(fmt="int8", in_width=16, signed=True, frac=0, exp_width=6, mode="rne")
+    i8 = RoundConfig(fmt="int8", in_width=16, signed=True, frac=0, exp_width=6, mode="rne",
+                     overflow="saturate")
     r = round_raw(i8, [127, 128, -128, -129, -300, 300], 0)
     assert r.bits.tolist() == [127, 127, 0x80, 0x80, 0x80, 127]
     assert r.overflow.tolist() == [False, True, False, True, True, True]
@@ -195,7 +203,8 @@ def test_integer_targets_clamp_and_keep_signs():
 
 def test_stochastic_rounding_is_unbiased_on_its_grid():
     """Averaged over every random value, SR returns the exact value (within its r-bit grid)."""
-    cfg = RoundConfig(fmt="uint6", in_width=16, frac=8, exp_width=6, mode="sr", rand_bits=4)
+    cfg = RoundConfig(fmt="uint6", in_width=16, frac=8, exp_width=6, mode="sr", rand_bits=4,
+                      overflow="saturate")
     r = random.Random(7)
     for _ in range(50):
         sig = r.randrange(1 << 12) << 4        # 4 bits below the LSB: exactly on the grid
@@ -213,9 +222,11 @@ def test_wrap_keeps_the_exponent_modulo():
 
 @pytest.mark.parametrize("changes, needle", [
     ({"fmt": "bf17"}, "fmt"), ({"fmt": "e4m3", "normalized": True, "signed": True}, "normalized"),
-    ({"fmt": "int8", "overflow": "wrap"}, "overflow"), ({"mode": "rnd"}, "mode"),
-    ({"in_width": 57}, "in_width"), ({"rand_bits": 0}, "rand_bits"),
-    ({"fmt": "int8", "normalized": True}, "normalized"), ({"signed": 1}, "signed"),
+    ({"fmt": "int8", "overflow": "wrap"}, "overflow"), ({"fmt": "int8"}, "overflow"),
+    ({"mode": "rnd"}, "mode"), ({"in_width": 57}, "in_width"), ({"rand_bits": 0}, "rand_bits"),
+    ({"fmt": "int8", "normalized": True, "overflow": "saturate"}, "normalized"),
+    ({"signed": 1}, "signed"), ({"fmt": "e11m52"}, "62 bits"), ({"fmt": "e1m3"}, "exponent bits"),
+    ({"fmt": format_named("bf16")}, "a string"),
 ])
 def test_bad_configurations(changes, needle):
     with pytest.raises(ConfigError, match=needle):

@@ -131,9 +131,10 @@ def test_baseline_pe_built_for_another_configuration(changes, tb_options):
 @pytest.mark.parametrize("cfg, changes", [
     (RoundConfig(), {"mode": "rna"}),
     (RoundConfig(), {"overflow": "saturate"}),
-    (RoundConfig(fmt="int8", in_width=20, signed=True, frac=10, exp_width=6, mode="rdn"),
-     {"mode": "rtz"}),
-    (RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=9, mode="sr"), {"fmt": "uint5"}),
+    (RoundConfig(fmt="int8", in_width=20, signed=True, frac=10, exp_width=6, mode="rdn",
+                 overflow="saturate"), {"mode": "rtz"}),
+    (RoundConfig(fmt="uint4", in_width=24, frac=23, exp_width=9, mode="sr", overflow="saturate"),
+     {"fmt": "uint5"}),
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) if isinstance(c, dict) else c.fmt)
 def test_rounding_block_built_for_another_configuration(cfg, changes, tb_options):
     failed = _run("common.round", cfg, _built_with(Round, **changes), tb_options)

@@ -12,16 +12,19 @@ separate ``sign``) and a signed exponent ``exp`` — has the exact value::
   ``e10m9``) normalizes: the leading one becomes the hidden bit, ``man_bits`` fraction bits are
   kept and the rest rounded; a carry out of the rounding renormalizes.  Then the exponent range:
 
-  - ``overflow="inf"`` / ``"saturate"``: an IEEE format.  A biased exponent ``>= exp_max``
-    gives ±Inf (or ±the largest finite number); a biased exponent ``<= 0`` flushes to a signed
-    zero (FTZ: no subnormal results).  Both are decided on the exponent *after* rounding.
+  - ``overflow="inf"`` / ``"saturate"``: an IEEE layout and range.  A biased exponent
+    ``>= exp_max`` gives ±Inf (or ±the largest finite number) in every mode — IEEE 754 would
+    give the largest finite number for directed modes rounding toward zero, use ``saturate``
+    for that — and a biased exponent ``<= 0`` flushes to a signed zero (FTZ: no subnormal
+    results).  Both are decided on the exponent *after* rounding.
   - ``overflow="wrap"``: no range, as an exponent register: the unbiased exponent is kept
-    modulo ``2**exp_bits`` (two's complement).  The PE accumulators use this.
+    modulo ``2**exp_bits`` (two's complement).  The PE accumulators use this.  The packed
+    word then holds the two's complement exponent, so zero and ``1.0 * 2**0`` pack alike: only
+    the ``zero`` output tells them apart.
 
 * an **integer** target (:class:`~golden.common.formats.IntFormat`, e.g. ``int8``, ``uint4``)
   does not normalize: ``value`` itself is rounded to an integer (the caller places the binary
-  point through ``exp``), then clamped to the format's range (``overflow`` ``"inf"`` or
-  ``"saturate"``: integers have no infinity).  An unsigned target is the magnitude of a
+  point through ``exp``), then clamped to the format's range (``overflow="saturate"``).  An unsigned target is the magnitude of a
   sign-magnitude element; the sign passes through.
 
 Rounding modes act on the value (sign-magnitude), whatever the input representation:
@@ -82,10 +85,13 @@ class RoundConfig:
     mode: str = "rne"
     #: width of the random input for mode "sr", 1..16
     rand_bits: int = 8
-    #: exponent range: "inf" or "saturate" (IEEE range, FTZ), or "wrap" (no range)
+    #: exponent range: "inf" or "saturate" (IEEE range, FTZ), or "wrap" (no range); integer
+    #: targets: "saturate"
     overflow: str = "inf"
 
     def __post_init__(self):
+        if not isinstance(self.fmt, str):
+            raise ConfigError(type(self).__name__, "fmt", self.fmt, "a format name (a string)")
         try:
             fmt = format_named(self.fmt)
         except ValueError as e:
@@ -105,9 +111,16 @@ class RoundConfig:
         if self.normalized and (self.signed or fmt.kind != "float"):
             raise ConfigError(type(self).__name__, "normalized", True,
                               "false with a two's complement input or an integer target")
-        if self.overflow == "wrap" and fmt.kind != "float":
-            raise ConfigError(type(self).__name__, "overflow", "wrap",
-                              "'inf' or 'saturate' for an integer target (both clamp)")
+        if fmt.kind == "int" and self.overflow != "saturate":
+            raise ConfigError(type(self).__name__, "overflow", self.overflow,
+                              f"'saturate' for the integer target {self.fmt} (it clamps)")
+        if fmt.kind == "float" and fmt.width > 62:
+            raise ConfigError(type(self).__name__, "fmt", self.fmt,
+                              "a float format at most 62 bits wide")
+        if fmt.kind == "float" and self.overflow != "wrap" and fmt.exp_bits < 2:
+            raise ConfigError(type(self).__name__, "fmt", self.fmt,
+                              "at least 2 exponent bits with an IEEE range (overflow 'inf' or "
+                              "'saturate'); a 1-bit exponent has no normal numbers")
         if self.signed and self.in_width < 2:
             raise ConfigError(type(self).__name__, "in_width", self.in_width,
                               "at least 2 for a two's complement input")
@@ -116,6 +129,16 @@ class RoundConfig:
     def format(self):
         """The target :class:`FloatFormat` or :class:`IntFormat`."""
         return format_named(self.fmt)
+
+    @property
+    def exp_min(self) -> int:
+        """Smallest value of the signed exponent input."""
+        return -(1 << (self.exp_width - 1))
+
+    @property
+    def exp_max(self) -> int:
+        """Largest value of the signed exponent input."""
+        return (1 << (self.exp_width - 1)) - 1
 
     @property
     def out_exp_width(self) -> int:

@@ -30,6 +30,11 @@ from . import msb_index
 from .signatures import RawSignature, RoundedSignature
 
 
+def _range_shape(lo: int, hi: int, min_width: int = 1):
+    """A signed shape holding ``lo..hi`` and at least ``min_width`` bits."""
+    return signed(max(min_width, bits_for(lo, True), bits_for(hi, True)))
+
+
 class Round(wiring.Component):
     """Round a raw number into a target format (see the module docstring).
 
@@ -39,6 +44,8 @@ class Round(wiring.Component):
     ----------
     cfg : golden.common.rounding.RoundConfig
         Target format, input widths and binary point, mode, random width, range handling.
+        With ``normalized`` the block trusts that the input's top bit is set (or the input is
+        zero); the golden model rejects other inputs, the hardware would misround them.
 
     Ports
     -----
@@ -132,8 +139,10 @@ class Round(wiring.Component):
         carry = rounded[P + 1]
         sig = Mux(carry, rounded[1:], rounded[:P + 1])
 
-        EW = max(cfg.exp_width, bits_for(abs(cfg.frac)) + 1, bits_for(W) + 1) + 3
-        e = Signal(signed(EW), name="exp_unbiased")
+        # e = exp + n + carry - frac over every input: exact bounds, and at least exp_bits + 1
+        # bits so that a wrapping exponent's low bits are taken from a sign-extended value
+        lo, hi = cfg.exp_min - cfg.frac, cfg.exp_max + W - cfg.frac
+        e = Signal(_range_shape(lo, hi, fmt.exp_bits + 1), name="exp_unbiased")
         m.d.comb += e.eq(self.i.exp + n + carry - cfg.frac)
         o = self.o
         m.d.comb += o.inexact.eq(inexact)
@@ -145,7 +154,8 @@ class Round(wiring.Component):
                 o.bits.exp.eq(Mux(zero_in, 0, e[:fmt.exp_bits])),
             ]
         else:
-            biased = Signal(signed(EW + 1), name="exp_biased")
+            biased = Signal(_range_shape(lo + fmt.bias, hi + fmt.bias, fmt.exp_bits + 1),
+                            name="exp_biased")
             over = Signal(name="over")
             under = Signal(name="under")
             m.d.comb += [
@@ -173,8 +183,7 @@ class Round(wiring.Component):
         W, B = cfg.in_width, fmt.bits
         G = self._window_bits
         # s = frac - exp: right shift amount (left shift when negative)
-        SW = max(cfg.exp_width, bits_for(abs(cfg.frac)) + 1) + 1
-        s = Signal(signed(SW), name="shift")
+        s = Signal(_range_shape(cfg.frac - cfg.exp_max, cfg.frac - cfg.exp_min), name="shift")
         m.d.comb += s.eq(cfg.frac - self.i.exp)
         # right shifts: mag with G zero bits appended, shifted by min(s, W + G), sticky below
         wide = Cat(Const(0, G), mag)

@@ -31,22 +31,18 @@ class TraceChecker:
         The cocotb handle of the unit.
     fields : dict
         Field name → converter from the golden record's value to the port's integer (return
-        ``None`` to skip the field in a cycle; ``int`` for plain numbers).  The port read is
-        ``<prefix>__<field>``; signed converters are marked by :attr:`SIGNED`.
+        ``None`` to skip the field in a cycle).  The port read is ``<prefix>__<field>``.
+    signed : iterable of str
+        Fields whose ports are read as two's complement.
     prefix : str
         The trace interface's member name (``trace``).
     """
 
-    #: mark a converter's result as signed (the port is read two's complement)
-    SIGNED = "signed"
-
-    def __init__(self, dut, fields: dict, prefix: str = "trace"):
-        self.fields = {}
-        for name, conv in fields.items():
-            signed = isinstance(conv, tuple) and conv[1] == self.SIGNED
-            handle = getattr(dut, f"{prefix}__{name}")
-            self.fields[name] = (handle, conv[0] if signed else conv, sint if signed else uint)
-        #: fields compared so far (a checker that compares nothing fails :meth:`assert_used`)
+    def __init__(self, dut, fields: dict, signed=(), prefix: str = "trace"):
+        self.fields = {name: (getattr(dut, f"{prefix}__{name}"), conv,
+                              sint if name in signed else uint)
+                       for name, conv in fields.items()}
+        #: fields compared so far
         self.compared = 0
 
     def check(self, record, where: str) -> None:
@@ -58,6 +54,3 @@ class TraceChecker:
             got = read(handle)
             assert got == want, f"{where}: {name} = {got}, golden {want} ({record})"
             self.compared += 1
-
-    def assert_used(self) -> None:
-        assert self.compared > 0, "the trace checker compared no field"

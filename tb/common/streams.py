@@ -25,6 +25,7 @@ class Source:
     """
 
     def __init__(self, dut, name: str, items, rnd, gap: float = 0.0, layout=None):
+        self.name = name
         self.valid = getattr(dut, f"{name}__valid")
         self.payload = getattr(dut, f"{name}__payload")
         self.ready = getattr(dut, f"{name}__ready")
@@ -61,6 +62,7 @@ class Sink:
     """Drives ``<name>__ready`` (high with probability ``p_ready``) and collects payloads."""
 
     def __init__(self, dut, name: str, rnd, p_ready: float = 1.0):
+        self.name = name
         self.valid = getattr(dut, f"{name}__valid")
         self.payload = getattr(dut, f"{name}__payload")
         self.ready = getattr(dut, f"{name}__ready")
@@ -82,7 +84,7 @@ class Sink:
 
     def expect(self, want, where: str = "") -> None:
         """Assert that exactly the payloads ``want`` arrived, in order."""
-        name = self.payload._name
+        name = self.name
         for q, (got, exp) in enumerate(zip(self.got, want)):
             assert got == exp, f"{where}{name} item {q}: got {got:#x}, expected {exp:#x}"
         assert len(self.got) == len(want), \
@@ -96,7 +98,7 @@ async def quiet(dut, sinks, cycles: int = 3) -> None:
     for _ in range(cycles):
         await FallingEdge(dut.clk)
         for k in sinks:
-            assert not uint(k.valid), f"unexpected extra item on {k.payload._name}"
+            assert not uint(k.valid), f"unexpected extra item on {k.name}"
 
 
 async def run(dut, sources, sinks, done, max_cycles: int, check=None) -> int:
@@ -127,6 +129,6 @@ async def run(dut, sources, sinks, done, max_cycles: int, check=None) -> int:
                 k.ready.value = 0
             return cycle
         if cycle >= max_cycles:
-            left = ", ".join(f"{len(x.items)} items left on {x.payload._name}" for x in sources)
-            got = ", ".join(f"{len(k.got)} items from {k.payload._name}" for k in sinks)
+            left = ", ".join(f"{len(x.items)} items left on {x.name}" for x in sources)
+            got = ", ".join(f"{len(k.got)} items from {k.name}" for k in sinks)
             raise AssertionError(f"timed out after {max_cycles} cycles: {left}; {got}")
