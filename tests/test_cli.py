@@ -157,11 +157,11 @@ def test_area_with_explicit_liberty_path(tmp_path, capsys):
 
 def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     import flows
-    import flows.bench as bench
+    import flows.families.gecko as gecko
 
     monkeypatch.setattr(flows, "BUILD", tmp_path)
-    real = bench.bench_gecko
-    monkeypatch.setattr(bench, "bench_gecko", lambda n, seed: real(n=8000, seed=seed))
+    real = gecko.bench_gecko
+    monkeypatch.setattr(gecko, "bench_gecko", lambda n, seed: real(n=8000, seed=seed))
     code, out, _ = run(["bench", "--quick"], capsys)
     assert code == 0
     assert "| fpraker.pe |" in out and "| baseline.bf16_pe |" in out
