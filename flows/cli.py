@@ -78,17 +78,19 @@ def cmd_regress(args) -> int:
 
 
 def cmd_area(args) -> int:
-    from .synth import area
+    from .synth import area, breakdown_markdown
 
     unit = registry.get(args.unit)
     cfg = load_config(unit, args.config, args.sets)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
-             outdir=Path(args.output) if args.output else None)
+             outdir=Path(args.output) if args.output else None, breakdown=args.breakdown)
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
     print(f"{unit.name}: {r['area_um2']:.1f} µm², {r['cells']} cells, {r['flip_flops']} flip-flops, "
           f"~{r['transistors_estimate']} transistors, critical path {r.get('critical_path_ns')} ns, "
           f"fmax {fmax}")
+    if args.breakdown:
+        print(breakdown_markdown(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
     return 0
 
@@ -175,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
         s.add_argument("--clock-ns", type=float, default=10.0, help="clock period constraint")
         s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/area/UNIT)")
+        s.add_argument("--breakdown", action="store_true",
+                       help="also synthesize hierarchically and report the area of each block")
         s.set_defaults(func=func)
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
