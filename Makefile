@@ -54,7 +54,8 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/trainfab demo
 
-PYTEST := $(PY) -m pytest -q -n $(JOBS)
+# worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
+PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal
 
 test: setup
 	$(PYTEST)

@@ -30,3 +30,11 @@ def effort(request) -> str:
     """The ``--effort`` level of this pytest run."""
     return request.config.getoption("--effort")
 
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--dist worksteal`` (``make test``), run the cocotb testbenches first: they are the
+    longest tests, and a long test started last keeps one worker busy while the other idles.
+    (Under xdist's default ``load`` scheduling the first tests are dealt out round-robin in one
+    batch, which would give one worker most of the long ones.)"""
+    if config.getoption("dist", "no") == "worksteal":
+        items.sort(key=lambda item: item.path.name != "test_testbenches.py")
