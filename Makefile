@@ -1,5 +1,14 @@
 # trainfab: the two commands are `make demo` and `make test`; both set up what they need.
 #
+#   make demo       every unit at its paper configuration: Verilog, a quick regression, area/timing
+#   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
+#                   at its paper and test configurations, synthesis of every unit at a small
+#                   configuration, flow and CLI tests (under 10 minutes on 2 cores)
+#   make test-full  the same suite at full effort: long random testbench runs and synthesis of
+#                   every unit at its paper configuration
+#   make bench      golden-model speed, cycle statistics, tensor-stats throughput
+#   JOBS=N          pytest-xdist workers (default 2)
+#
 # Set-up: Debian packages (iverilog, yosys, opensta, the OSU 0.18 µm liberty) are installed
 # with apt-get when running as root, otherwise the missing ones are named and make stops.
 # Python packages go into a project virtual environment (.venv), refreshed when
@@ -12,7 +21,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
 JOBS ?= 2
 
-.PHONY: all setup debian demo test bench clean
+.PHONY: all setup debian demo test test-full bench clean
 
 all: demo
 
@@ -45,8 +54,17 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/trainfab demo
 
+# worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
+PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal
+
 test: setup
-	$(PY) -m pytest -q -n $(JOBS)
+	$(PYTEST)
+
+test-full: setup
+	$(PYTEST) --effort full
+
+bench: setup
+	$(VENV)/bin/trainfab bench
 
 clean:
 	rm -rf build .pytest_cache

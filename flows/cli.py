@@ -10,11 +10,9 @@ import os
 import sys
 from pathlib import Path
 
-from golden import config_dict
-
-from . import FlowError
-from . import registry
+from . import FlowError, families, registry
 from .config import load_config, presets
+from .registry import EFFORTS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,11 +61,9 @@ def cmd_regress(args) -> int:
         raise FlowError("--config/--set need exactly one unit")
     jobs = []
     for unit in units:
-        jobs.append((unit, load_config(unit, args.config, args.sets)))
-        if args.all_configs:
-            base = load_config(unit, args.config, args.sets)
-            for overrides in unit.test_configs:
-                jobs.append((unit, type(base)(**{**config_dict(base), **overrides})))
+        base = load_config(unit, args.config, args.sets)
+        configs = unit.test_configs(base) if args.all_configs else [("default", base)]
+        jobs += [(unit, cfg) for _, cfg in configs]
     failed = 0
     for k, (unit, cfg) in enumerate(jobs, 1):
         print(f"[{k}/{len(jobs)}] {unit.name} …", flush=True)
@@ -82,17 +78,19 @@ def cmd_regress(args) -> int:
 
 
 def cmd_area(args) -> int:
-    from .synth import area
+    from .synth import area, breakdown_markdown
 
     unit = registry.get(args.unit)
     cfg = load_config(unit, args.config, args.sets)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
-             outdir=Path(args.output) if args.output else None)
+             outdir=Path(args.output) if args.output else None, breakdown=args.breakdown)
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
     print(f"{unit.name}: {r['area_um2']:.1f} µm², {r['cells']} cells, {r['flip_flops']} flip-flops, "
           f"~{r['transistors_estimate']} transistors, critical path {r.get('critical_path_ns')} ns, "
           f"fmax {fmax}")
+    if args.breakdown:
+        print(breakdown_markdown(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
     return 0
 
@@ -103,21 +101,27 @@ def cmd_report(args) -> int:
     return report(liberty=args.liberty, clock_ns=args.clock_ns)
 
 
+def _tensor_analyses() -> dict:
+    return {a.name: a for a in families.tensor_analyses()}
+
+
 def cmd_tensor_stats(args) -> int:
     from . import BUILD
-    from .tensors import gecko_stats, stats_markdown
 
     def progress(name, done, total):
         print(f"\r{name}: {done}/{total} values", end="", file=sys.stderr, flush=True)
 
-    stats = gecko_stats(args.file, man_width=args.man_width, sign_en=not args.no_sign,
-                        lanes=args.lanes, progress=progress if sys.stderr.isatty() else None)
+    if args.analysis is None:
+        raise FlowError("no family declares a tensor analysis")
+    analysis = _tensor_analyses()[args.analysis]
+    options = {kwargs["dest"]: getattr(args, kwargs["dest"]) for _, kwargs in analysis.options}
+    stats = analysis.run(args.file, progress=progress if sys.stderr.isatty() else None, **options)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     out = Path(args.output) if args.output else BUILD / "tensor-stats"
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(args.file).stem
-    text = stats_markdown(stats)
+    text = analysis.markdown(stats)
     (out / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
     (out / f"{stem}.md").write_text(text)
     print(text)
@@ -138,6 +142,8 @@ def cmd_demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .simulate import SIMULATORS
+
     p = _Parser(prog="trainfab", description="Generate, verify and measure low-precision "
                 "DNN-training arithmetic units (FPRaker, FAST, Equinox/HBFP, Gecko).")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -154,9 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("regress", help="cocotb regressions against the golden models")
     s.add_argument("units", nargs="*", metavar="UNIT", help="units (default: all)")
     _config_args(s)
-    s.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
+    s.add_argument("--sim", choices=SIMULATORS, default=None,
+                   help="simulator (default: each unit's own, icarus for most)")
     s.add_argument("--seed", type=int, default=1)
-    s.add_argument("--effort", choices=("quick", "full"), default="full")
+    s.add_argument("--effort", choices=EFFORTS, default="standard",
+                   help="size of the testbenches' random parts (default standard, as make test)")
     s.add_argument("--waves", action="store_true", help="dump waveforms into the run folder")
     s.add_argument("--all-configs", action="store_true",
                    help="also run the non-default configurations the test suite uses")
@@ -169,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
         s.add_argument("--clock-ns", type=float, default=10.0, help="clock period constraint")
         s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/area/UNIT)")
+        s.add_argument("--breakdown", action="store_true",
+                       help="also synthesize hierarchically and report the area of each block")
         s.set_defaults(func=func)
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
@@ -176,13 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--clock-ns", type=float, default=10.0)
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("tensor-stats", help="Gecko/mantissa-truncation footprint of a tensor file "
-                       "(.npy, .npz, .safetensors)")
+    analyses = _tensor_analyses()
+    s = sub.add_parser("tensor-stats", help="statistics of a tensor file (.npy, .npz, "
+                       ".safetensors): " + "; ".join(f"{a.name}: {a.summary}"
+                                                     for a in analyses.values()))
     s.add_argument("file")
-    s.add_argument("--man-width", type=int, default=None,
-                   help="mantissa bits kept (default: the format's full mantissa)")
-    s.add_argument("--no-sign", action="store_true", help="sign_en=false (non-negative tensors)")
-    s.add_argument("--lanes", type=int, default=8)
+    s.add_argument("--analysis", choices=list(analyses), default=next(iter(analyses), None),
+                   help="which statistic (default: %(default)s)")
+    for analysis in analyses.values():
+        for flags, kwargs in analysis.options:
+            s.add_argument(*flags, **kwargs)
     s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/tensor-stats)")
     s.set_defaults(func=cmd_tensor_stats)
 
@@ -191,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
-    s.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
+    s.add_argument("--sim", choices=SIMULATORS, default=None,
+                   help="simulator (default: each unit's own)")
     s.add_argument("--seed", type=int, default=1)
     s.set_defaults(func=cmd_demo)
     return p

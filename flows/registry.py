@@ -1,16 +1,30 @@
 """The unit registry: one entry per generatable unit, used by the CLI and the tests.
 
-Entries name their configuration class, component factory and testbench module by import path,
-so that listing units imports nothing heavy and ``hdl`` never imports ``tb``.
+Units are declared by the family modules (:mod:`flows.families`); ``UNITS`` collects them, in
+the families' order.  Entries name their configuration class, component factory and testbench
+module by import path, so that listing units imports nothing heavy and ``hdl`` never imports
+``tb``.
 """
 
+import dataclasses
 import importlib
 from dataclasses import dataclass, field
 
+from golden import ConfigError
+
 from . import FlowError
 
+#: effort levels of a testbench run: ``quick`` (demo), ``standard`` (``make test``, the CLI's
+#: default) and ``full`` (``make test-full``)
+EFFORTS = ("quick", "standard", "full")
 
-@dataclass(frozen=True)
+
+def config_label(overrides: dict) -> str:
+    """``key=value,key=value``: the name of a configuration in test ids and progress lines."""
+    return ",".join(f"{key}={value}" for key, value in overrides.items())
+
+
+@dataclass(frozen=True, kw_only=True)
 class Unit:
     """A generatable unit."""
 
@@ -26,8 +40,18 @@ class Unit:
     testbench: str
     #: preset (``flows/configs/<preset>.toml``) holding the paper's configuration of this unit
     preset: str
-    #: non-default configurations (field overrides) the test suite also regresses
-    test_configs: tuple = field(default_factory=tuple)
+    #: non-default configurations (field overrides) regressed besides the paper configuration
+    extra_configs: tuple[dict, ...] = ()
+    #: default simulator of the unit's testbench (``--sim`` overrides it)
+    sim: str = "icarus"
+    #: size of the testbench's random part per effort level (``TRAINFAB_TEST_SIZE``)
+    test_sizes: dict[str, int] = field(default_factory=dict)
+    #: field overrides of the small configuration ``make test`` synthesizes
+    synth_overrides: dict = field(default_factory=dict)
+    #: instance paths ``trainfab area --breakdown`` reports as blocks (default: the top's children)
+    breakdown: tuple[str, ...] = ()
+    #: the paper's own figure for this unit, shown beside ours in reports
+    paper: str = ""
 
     @property
     def family(self) -> str:
@@ -39,73 +63,61 @@ class Unit:
         return self.name.replace(".", "_")
 
     def config_class(self):
-        return _resolve(self.config)
+        return resolve(self.config)
 
     def component_factory(self):
-        return _resolve(self.component)
+        return resolve(self.component)
+
+    def make_config(self, base=None, **overrides):
+        """``base`` with ``overrides``, or without ``base`` the configuration class built from
+        ``overrides`` (the paper's configuration elsewhere); :class:`FlowError` naming the unit
+        if the result is invalid."""
+        try:
+            if base is None:
+                return self.config_class()(**overrides)
+            return dataclasses.replace(base, **overrides)
+        except (ConfigError, TypeError) as e:
+            raise FlowError(f"{self.name}: configuration {config_label(overrides)}: {e}") from None
+
+    def test_configs(self, base=None) -> list[tuple[str, object]]:
+        """The labelled configurations a regression runs: ``base`` first (label ``default``),
+        then ``base`` with each of :attr:`extra_configs` (label ``key=value,…``), leaving out any
+        equal to one already listed."""
+        configs = [("default", self.make_config(base))]
+        for overrides in self.extra_configs:
+            cfg = self.make_config(base, **overrides)
+            if all(cfg != seen for _, seen in configs):
+                configs.append((config_label(overrides), cfg))
+        return configs
 
 
-def _resolve(path: str):
+def resolve(path: str):
+    """The object named by ``module:attribute``."""
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
-UNITS = {u.name: u for u in [
-    Unit("common.round", "Rounding block: a raw significand and exponent to a float or integer format",
-         "golden.common.rounding:RoundConfig", "hdl.common.rounding:Round", "tb.common.round",
-         "common-paper", test_configs=(
-             {"fmt": "fp32", "in_width": 48, "frac": 46, "mode": "rto"},
-             {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
-              "overflow": "wrap"},
-             {"fmt": "bf16", "in_width": 10, "frac": 9, "normalized": True, "mode": "rtz"},
-             {"fmt": "e4m3", "in_width": 12, "frac": 8, "exp_width": 6, "mode": "sr",
-              "rand_bits": 4, "overflow": "saturate"},
-             {"fmt": "uint4", "in_width": 24, "frac": 23, "exp_width": 9, "mode": "sr",
-              "overflow": "saturate"},
-             {"fmt": "int8", "in_width": 20, "signed": True, "frac": 10, "exp_width": 6,
-              "mode": "rdn", "overflow": "saturate"},
-             {"fmt": "e10m9", "in_width": 16, "frac": 15, "exp_width": 6},
-             {"fmt": "e10m9", "in_width": 6, "signed": True, "frac": 0, "exp_width": 3,
-              "overflow": "wrap"},
-             {"fmt": "e5m2", "in_width": 5, "frac": 4, "exp_width": 6, "mode": "sr",
-              "rand_bits": 6},
-             {"fmt": "fp16", "in_width": 16, "frac": 10, "exp_width": 7, "mode": "rup"},
-             {"fmt": "hfp8", "in_width": 8, "frac": 4, "exp_width": 5, "mode": "rna"},
-         )),
-    Unit("fpraker.encoder", "FPRaker term encoder: bf16 significands to signed power-of-two terms",
-         "golden.fpraker:EncoderConfig", "hdl.fpraker:TermEncoder", "tb.fpraker.encoder",
-         "fpraker-paper", test_configs=({"lanes": 3, "encoding": "binary"},)),
-    Unit("fpraker.pe", "FPRaker PE: 8 term-serial bf16 MAC lanes into a 1.9 accumulator",
-         "golden.fpraker:PEConfig", "hdl.fpraker:PE", "tb.fpraker.pe", "fpraker-paper",
-         test_configs=({"keep_bits": 6, "kmax": 9}, {"encoding": "binary", "kmax": 1023},
-                       {"dmax": 12}, {"lanes": 4, "int_bits": 4}, {"out_round": "rne"},
-                       {"encoding": "binary"},
-                       {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2})),
-    Unit("baseline.bf16_pe", "Bit-parallel bf16 PE: 8 multipliers, same 1.9 accumulator",
-         "golden.baseline:BaselineConfig", "hdl.baseline:BF16PE", "tb.baseline", "baseline-paper",
-         test_configs=({"keep_bits": 6}, {"lanes": 4, "int_bits": 4, "out_round": "rne"},
-                       {"frac_bits": 16})),
-    Unit("gecko.compressor", "Gecko compressor: a row of FP32/bf16 values per cycle to lane words",
-         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoCompressor", "tb.gecko.compressor",
-         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 3, "sign_en": False},
-                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
-    Unit("gecko.decompressor", "Gecko decompressor: lane words + metadata to a row of values per cycle",
-         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoDecompressor", "tb.gecko.decompressor",
-         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 2},
-                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
-    Unit("gecko.loopback", "Gecko compressor feeding a decompressor (end-to-end check)",
-         "golden.gecko:GeckoConfig", "hdl.gecko:GeckoLoopback", "tb.gecko.loopback",
-         "gecko-paper", test_configs=({"fmt": "bf16", "man_width": 4},
-                                      {"lanes": 3, "man_width": 5, "fixed_width": 4})),
-]}
+def units() -> dict[str, Unit]:
+    """Every unit of every family, by name."""
+    from . import families
+
+    return {u.name: u for u in families.units()}
+
+
+def __getattr__(name):
+    # UNITS is collected on use: the family modules import this module for Unit
+    if name == "UNITS":
+        return units()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name: str) -> Unit:
     """The unit called ``name``; :class:`FlowError` listing the known units otherwise."""
+    known = units()
     try:
-        return UNITS[name]
+        return known[name]
     except KeyError:
-        raise FlowError(f"unknown unit {name!r}; known units: {', '.join(sorted(UNITS))}") from None
+        raise FlowError(f"unknown unit {name!r}; known units: {', '.join(sorted(known))}") from None
 
 
-__all__ = ["Unit", "UNITS", "get"]
+__all__ = ["EFFORTS", "Unit", "UNITS", "config_label", "get", "resolve", "units"]

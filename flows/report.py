@@ -1,19 +1,21 @@
 """Summary runs: ``trainfab demo`` (generate + quick regression + area for every unit) and
 ``trainfab report`` (area/timing at every paper preset, with ratios beside the papers' numbers).
 
+Units, the parts the papers report separately, the papers' own figures and the ratios they
+state are declared by the family modules (:mod:`flows.families`).
+
 Our numbers come from yosys + OSU 0.18 µm cells; the papers report 65/45/28 nm layouts, so
 only *ratios* between units built with the same flow are comparable, never absolute µm².
 """
 
-import importlib
 import json
 from dataclasses import dataclass
 
-from . import BUILD, FlowError, registry
+from . import BUILD, FlowError, families, registry
 from .config import load_config
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Part:
     """A sub-block of a unit that the papers report separately (synthesized on its own)."""
 
@@ -23,62 +25,44 @@ class Part:
     #: ``module:Class`` built from the unit's configuration
     component: str
     summary: str
+    #: the paper's own figure for this part, shown beside ours
+    paper: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     """An area ratio the papers state: area(numerator) / area(denominator)."""
 
     label: str
+    #: unit or part names
     numerator: str
     denominator: str
     paper_ratio: float
     source: str
 
 
-PARTS = [
-    Part("fpraker.pe/core", "fpraker.pe", "hdl.fpraker.pe:PECore",
-         "the PE without its encoder lanes (the paper's per-PE figure excludes encoders)"),
-]
+def paper_figures() -> dict[str, str]:
+    """The papers' own figure for each unit and part that has one, by report name."""
+    entries = list(registry.units().values()) + families.parts()
+    return {e.name: e.paper for e in entries if e.paper}
 
-#: ratios the papers publish; a row appears once its units are measured
-COMPARISONS = [
-    Comparison("FPRaker PE without encoders / bit-parallel bf16 PE", "fpraker.pe/core",
-               "baseline.bf16_pe", 4752 / 22212,
-               "FPRaker Table III per PE: 4,752 vs 22,212 µm² (65 nm)"),
-    Comparison("FPRaker PE with its 8 encoder lanes / bit-parallel bf16 PE", "fpraker.pe",
-               "baseline.bf16_pe", (4752 + 12950 / 8) / 22212,
-               "FPRaker Table III: (4,752 + 12,950/8) vs 22,212 µm² (65 nm)"),
-    Comparison("Gecko decompressor / compressor", "gecko.decompressor", "gecko.compressor",
-               37133.28 / 31575.60,
-               "Schrödinger's FP Table III: 37,133.28 vs 31,575.60 µm² (65 nm, 500 MHz)"),
-]
-
-#: the papers' own figure for a unit, shown beside ours
-PAPER_FIGURES = {
-    "fpraker.encoder": "≈202 µm²/lane at 65 nm (12,950 µm² for 64 lanes, Table III)",
-    "fpraker.pe/core": "4,752 µm² per PE at 65 nm (Table III)",
-    "baseline.bf16_pe": "22,212 µm² per PE at 65 nm (FPRaker Table III)",
-    "gecko.compressor": "31,575.60 µm² at 65 nm, 500 MHz",
-    "gecko.decompressor": "37,133.28 µm² at 65 nm, 500 MHz",
-}
 
 AREA_HEADER = ("| unit | area µm² | per lane | cells | flip-flops | transistors (est.) | fmax MHz "
                "| paper |\n|---|---|---|---|---|---|---|---|")
 
 
-def _area_row(name: str, r: dict) -> str:
+def _area_row(name: str, r: dict, papers: dict) -> str:
     lanes = r["config"].get("lanes")
     per_lane = f"{r['area_um2'] / lanes:.0f}" if lanes else ""
     fmax = f"{r['fmax_mhz']:.0f}" if r.get("fmax_mhz") else "n/a"
     return (f"| {name} | {r['area_um2']:.0f} | {per_lane} | {r['cells']} | {r['flip_flops']} | "
-            f"{r['transistors_estimate']} | {fmax} | {PAPER_FIGURES.get(name, '')} |")
+            f"{r['transistors_estimate']} | {fmax} | {papers.get(name, '')} |")
 
 
 def _ratio_section(areas: dict) -> str:
     rows = [f"| {c.label} | {areas[c.numerator] / areas[c.denominator]:.3f} | "
             f"{c.paper_ratio:.3f} | {c.source} |"
-            for c in COMPARISONS if c.numerator in areas and c.denominator in areas]
+            for c in families.comparisons() if c.numerator in areas and c.denominator in areas]
     if not rows:
         return ""
     return ("\n## Area ratios (same flow) beside the papers'\n\n| comparison | ours | paper | source |"
@@ -92,10 +76,9 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
     try:
         results = {unit.name: area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
                                    outdir=outdir / unit.name)}
-        for part in PARTS:
+        for part in families.parts():
             if part.unit == unit.name:
-                module, _, cls = part.component.partition(":")
-                factory = getattr(importlib.import_module(module), cls)
+                factory = registry.resolve(part.component)
                 results[part.name] = area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
                                           outdir=outdir / part.name.replace("/", "-"),
                                           factory=factory)
@@ -105,12 +88,12 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
 
 
 def _tables(results: dict, first_column: dict | None = None) -> str:
-    header, rows = AREA_HEADER, []
+    header, rows, papers = AREA_HEADER, [], paper_figures()
     if first_column is not None:
         header = header.replace("| unit |", "| unit | quick regression |", 1).replace(
             "|---|", "|---|---|", 1)
     for name, r in results.items():
-        row = _area_row(name, r)
+        row = _area_row(name, r, papers)
         if first_column is not None:
             row = row.replace(f"| {name} |", f"| {name} | {first_column.get(name, '')} |", 1)
         rows.append(row)
@@ -137,8 +120,9 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
     return 0
 
 
-def demo(seed: int = 1, sim: str = "icarus") -> int:
-    """Generate, quick-regress and measure every registered unit at its paper configuration."""
+def demo(seed: int = 1, sim: str | None = None) -> int:
+    """Generate, quick-regress and measure every registered unit at its paper configuration
+    (``sim=None``: each unit's own simulator)."""
     from .generate import generate
     from .simulate import failure_details, run_testbench
 
@@ -173,4 +157,4 @@ def demo(seed: int = 1, sim: str = "icarus") -> int:
     return 1 if failed else 0
 
 
-__all__ = ["Part", "PARTS", "Comparison", "COMPARISONS", "PAPER_FIGURES", "report", "demo"]
+__all__ = ["Part", "Comparison", "paper_figures", "report", "demo"]

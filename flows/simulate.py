@@ -1,8 +1,14 @@
 """cocotb regressions: build a unit's Verilog for a configuration and run its testbench.
 
 Builds are cached under ``build/sim/<unit>/<simulator>-<sha256 of the Verilog>/``, so a
-configuration is compiled once however many runs use it.  Each run gets its own directory for
-its log and results.
+configuration is compiled once however many runs use it; the unit's manifest (ports, config,
+tool versions; :func:`flows.generate.manifest`) is written beside the Verilog as ``<top>.json``.
+Each run gets its own directory for its log and results.
+
+The testbench reads its run parameters from the environment: ``TRAINFAB_CONFIG`` (the
+configuration as JSON), ``TRAINFAB_SEED``, ``TRAINFAB_EFFORT``, ``TRAINFAB_TEST_SIZE`` (the size
+of its random part at this effort, from :attr:`flows.registry.Unit.test_sizes`) and
+``TRAINFAB_MANIFEST`` (the manifest's path).
 """
 
 import fcntl
@@ -16,7 +22,7 @@ from golden import config_dict
 
 from . import BUILD, FlowError
 from .generate import manifest, sha256, to_verilog
-from .registry import Unit, get
+from .registry import EFFORTS, Unit, get
 from .tools import require, verilator_env
 
 SIMULATORS = ("icarus", "verilator")
@@ -61,8 +67,8 @@ def _config_tag(cfg) -> str:
     return sha256(json.dumps(config_dict(cfg), sort_keys=True))[:12]
 
 
-def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icarus",
-                  effort: str = "full", waves: bool = False, factory=None,
+def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None = None,
+                  effort: str = "standard", waves: bool = False, factory=None,
                   testcase: str | None = None, build_root: Path | None = None) -> TbResult:
     """Run ``unit``'s cocotb testbench against the Verilog generated for ``cfg``.
 
@@ -74,9 +80,11 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
         Defaults to the configuration class's defaults (the paper's configuration).
     seed : int
         Passed to the testbench (``TRAINFAB_SEED``) and to cocotb.
-    sim : {"icarus", "verilator"}
-    effort : {"quick", "full"}
-        Size of the random parts of the testbench.
+    sim : {"icarus", "verilator"}, optional
+        Defaults to the unit's own simulator (:attr:`~flows.registry.Unit.sim`).
+    effort : {"quick", "standard", "full"}
+        Size of the random parts of the testbench (``TRAINFAB_TEST_SIZE`` from the unit's
+        :attr:`~flows.registry.Unit.test_sizes`).
     waves : bool
         Dump waveforms into the run directory.
     factory : callable, optional
@@ -89,6 +97,9 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
 
     unit = get(unit) if isinstance(unit, str) else unit
     cfg = cfg if cfg is not None else unit.config_class()()
+    sim = sim or unit.sim
+    if effort not in EFFORTS:
+        raise FlowError(f"unknown effort {effort!r}; choose one of {', '.join(EFFORTS)}")
     if sim not in SIMULATORS:
         raise FlowError(f"unknown simulator {sim!r}; choose one of {', '.join(SIMULATORS)}")
     if sim == "icarus":
@@ -104,6 +115,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
     build_dir = root / f"{sim}-{digest}{'-waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{unit.top}.v"
+    man_path = build_dir / f"{unit.top}.json"
     runner = get_runner(sim)
     if _quiet_cached_builds not in runner.log.filters:
         runner.log.addFilter(_quiet_cached_builds)
@@ -112,8 +124,13 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
-        manifest_path = build_dir / f"{unit.top}.json"
-        manifest_path.write_text(json.dumps(manifest(unit, cfg, text), indent=2) + "\n")
+        # configurations that differ only in run-time defaults share the build (and the ports):
+        # replace the manifest whole, so that a reader never sees a partial file
+        man_text = json.dumps(manifest(unit, cfg, text), indent=2) + "\n"
+        if not man_path.exists() or man_path.read_text() != man_text:
+            tmp = man_path.with_name(f".{man_path.name}.{os.getpid()}")
+            tmp.write_text(man_text)
+            os.replace(tmp, man_path)
         try:
             runner.build(sources=[source], hdl_toplevel=unit.top, build_dir=build_dir,
                          build_args=build_args, timescale=("1ns", "1ps"), waves=waves,
@@ -130,8 +147,10 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str = "icar
         "TRAINFAB_CONFIG": json.dumps(config_dict(cfg)),
         "TRAINFAB_SEED": str(seed),
         "TRAINFAB_EFFORT": effort,
-        "TRAINFAB_MANIFEST": str(manifest_path),
+        "TRAINFAB_MANIFEST": str(man_path),
     }
+    if effort in unit.test_sizes:
+        env["TRAINFAB_TEST_SIZE"] = str(unit.test_sizes[effort])
     start = time.monotonic()
     try:
         runner.test(test_module=unit.testbench, hdl_toplevel=unit.top, build_dir=build_dir,

@@ -12,8 +12,23 @@ Timing: one clock on ``clk`` with the requested period, every other input and ev
 constrained at 0 ns against it, so register→register, input→register, register→output and
 input→output paths all count.  The critical path is ``period - worst slack``; fmax is its inverse.
 Combinational units (no ``clk``) get a virtual clock.
+
+Gate equivalents: cell area divided by the liberty's two-input NAND (``NAND2X1``, or
+``NAND2_X1``) area.
+
+Breakdown (``area(..., breakdown=True)``, ``trainfab area UNIT --breakdown``): the same recipe
+without ``-flatten`` maps every module on its own (Amaranth writes one module per submodule
+instance, named by its hierarchical path: instance ``core`` of ``fpraker_pe`` is module
+``fpraker_pe.core``), and ``stat -liberty`` gives each module's own cell area.  Blocks are the
+unit's :attr:`~flows.registry.Unit.breakdown` paths, else the top's child instances; a block's
+area includes its descendants, and every ancestor of a block (the top included) gets a
+``(rest)`` entry with its own cells and its other children, so the entries sum to the
+hierarchical total.  That total differs from the flattened area (nothing is optimized across
+module boundaries, and ABC maps each module on its own); the flattened numbers stay the unit's
+figures.
 """
 
+import functools
 import json
 import re
 import subprocess
@@ -37,10 +52,10 @@ ABC_SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&
 
 
 def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json: Path,
-                 mapped_json: Path, clock_ns: float = 10.0) -> str:
+                 mapped_json: Path, clock_ns: float = 10.0, flatten: bool = True) -> str:
     return "\n".join([
         f"read_verilog {source}",
-        f"synth -flatten -top {top}",
+        f"synth {'-flatten ' if flatten else ''}-top {top}",
         "dfflegalize -cell $_DFF_P_ 01",
         f"tee -q -o {generic_json} stat -json -tech cmos",
         f"dfflibmap -liberty {lib}",
@@ -53,6 +68,33 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
         f"write_verilog -noattr -noexpr {netlist}",
         "",
     ])
+
+
+#: two-input NAND cells that define a gate equivalent, by library naming convention
+NAND2_CELLS = ("NAND2X1", "NAND2_X1")
+
+
+@functools.cache
+def liberty_cell_areas(lib: Path) -> dict[str, float]:
+    """Cell name → area of every cell of a liberty file that states one."""
+    text = Path(lib).read_text(errors="replace")
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r'\bcell\s*\(\s*"?([^\s")]+)"?\s*\)', text)]
+    areas = {}
+    for (begin, name), (end, _) in zip(starts, starts[1:] + [(len(text), None)]):
+        found = re.search(r"\barea\s*:\s*([0-9.eE+-]+)", text[begin:end])
+        if found:
+            areas[name] = float(found.group(1))
+    return areas
+
+
+def nand2_area(lib: Path) -> float | None:
+    """Area of the liberty's two-input NAND (one gate equivalent); ``None`` if it has none."""
+    areas = liberty_cell_areas(Path(lib))
+    return next((areas[c] for c in NAND2_CELLS if c in areas), None)
+
+
+def _ge(area_um2: float, ge_um2: float | None) -> float | None:
+    return round(area_um2 / ge_um2, 1) if ge_um2 else None
 
 
 def sta_script(top: str, netlist: Path, lib: Path, clock_ns: float, has_clock: bool) -> str:
@@ -96,11 +138,46 @@ def parse_sta(text: str, clock_ns: float) -> dict:
     }
 
 
+def read_stat_json(path: Path) -> dict:
+    """A ``stat -json`` document.  yosys 0.23 writes the instance counts of a nested hierarchy's
+    submodules into the ``design`` section as text lines (``  name   1``), which are dropped."""
+    text = Path(path).read_text()
+    return json.loads(re.sub(r'^[ \t]*[^\s"{}\[\],:]+[ \t]+\d+[ \t]*\n', "", text, flags=re.M))
+
+
+def _synthesize(yosys: str, top: str, source: Path, lib: Path, outdir: Path, clock_ns: float,
+                flatten: bool = True) -> dict:
+    """Run the yosys recipe on ``source`` in ``outdir``: flattened (files ``synth.ys``,
+    ``yosys.log``, ``stat_*.json``, ``<top>.mapped.v``) or hierarchical (the same names with
+    ``_hier``/``.hier``).  Returns the script, the log text, both ``stat -json`` documents and
+    the seconds taken."""
+    tag = "" if flatten else "_hier"
+    netlist = outdir / f"{top}{'' if flatten else '.hier'}.mapped.v"
+    generic_json, mapped_json = outdir / f"stat_generic{tag}.json", outdir / f"stat_mapped{tag}.json"
+    script = yosys_script(top, source, lib, netlist, generic_json, mapped_json, clock_ns, flatten)
+    (outdir / f"synth{tag}.ys").write_text(script)
+    t0 = time.monotonic()
+    _run([yosys, "-q", "-l", str(outdir / f"yosys{tag}.log"), "-s", str(outdir / f"synth{tag}.ys")],
+         outdir / f"yosys{tag}.out", "yosys")
+    return {"script": script, "log": (outdir / f"yosys{tag}.log").read_text(),
+            "log_path": outdir / f"yosys{tag}.log", "netlist": netlist,
+            "generic": read_stat_json(generic_json), "mapped": read_stat_json(mapped_json),
+            "seconds": time.monotonic() - t0}
+
+
+def _flops(cells_by_type: dict) -> int:
+    return sum(n for cell, n in cells_by_type.items() if "DFF" in cell)
+
+
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
-         outdir: Path | None = None, factory=None) -> dict:
+         outdir: Path | None = None, factory=None, breakdown: bool = False) -> dict:
     """Synthesize ``unit`` at ``cfg`` and time it; write ``area.json``/``area.md``; return the report.
 
-    Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing or a tool fails.
+    With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
+    ``breakdown`` (area, cells and flip-flops per block; see the module docstring).
+
+    Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, a tool fails, or a
+    breakdown path is not an instance of the design.
     """
     if clock_ns <= 0:
         raise FlowError(f"--clock-ns must be positive, got {clock_ns}")
@@ -109,25 +186,17 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     outdir = Path(outdir or BUILD / "area" / unit.name)
     outdir.mkdir(parents=True, exist_ok=True)
     text = to_verilog(unit, cfg, factory)
+    paths = check_breakdown_paths(unit, text) if breakdown else None
     source = outdir / f"{unit.top}.v"
     source.write_text(text)
-    netlist = outdir / f"{unit.top}.mapped.v"
-    generic_json, mapped_json = outdir / "stat_generic.json", outdir / "stat_mapped.json"
-    script = yosys_script(unit.top, source, lib, netlist, generic_json, mapped_json, clock_ns)
-    (outdir / "synth.ys").write_text(script)
-    t0 = time.monotonic()
-    ylog = _run([yosys, "-q", "-l", str(outdir / "yosys.log"), "-s", str(outdir / "synth.ys")],
-                outdir / "yosys.out", "yosys")
-    synth_s = time.monotonic() - t0
-    ylog = (outdir / "yosys.log").read_text()
-    chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", ylog)
+    flat = _synthesize(yosys, unit.top, source, lib, outdir, clock_ns)
+    chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
     if not chip:
-        raise FlowError(f"yosys printed no chip area; see {outdir / 'yosys.log'}")
-    generic = next(iter(json.loads(generic_json.read_text())["modules"].values()))
-    mapped = next(iter(json.loads(mapped_json.read_text())["modules"].values()))
-    flops = sum(n for cell, n in generic["num_cells_by_type"].items() if "DFF" in cell)
+        raise FlowError(f"yosys printed no chip area; see {flat['log_path']}")
+    generic = next(iter(flat["generic"]["modules"].values()))
+    mapped = next(iter(flat["mapped"]["modules"].values()))
     has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
-    sta_tcl = sta_script(unit.top, netlist, lib, clock_ns, has_clock)
+    sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
     (outdir / "timing.tcl").write_text(sta_tcl)
     t0 = time.monotonic()
     sta_out = _run([sta, "-no_splash", "-exit", str(outdir / "timing.tcl")],
@@ -135,13 +204,16 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     sta_s = time.monotonic() - t0
     timing = parse_sta(sta_out, clock_ns)
     man = manifest(unit, cfg, text)
+    ge_um2 = nand2_area(lib)
     report = {
         "unit": unit.name,
         "config": config_dict(cfg),
         "area_um2": float(chip[-1]),
+        "area_ge": _ge(float(chip[-1]), ge_um2),
+        "ge_um2": ge_um2,
         "cells": mapped["num_cells"],
         "cells_by_type": mapped["num_cells_by_type"],
-        "flip_flops": flops,
+        "flip_flops": _flops(generic["num_cells_by_type"]),
         "transistors_estimate": int(generic["estimated_num_transistors"]),
         "generic_cells": generic["num_cells"],
         "clock_ns": clock_ns,
@@ -149,14 +221,155 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         "liberty": str(lib),
         "tools": versions(),
         "verilog_sha256": man["verilog_sha256"],
-        "yosys_script": script,
+        "yosys_script": flat["script"],
         "sta_script": sta_tcl,
-        "seconds": {"synthesis": round(synth_s, 2), "timing": round(sta_s, 2)},
+        "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
     }
+    if breakdown:
+        hier = _synthesize(yosys, unit.top, source, lib, outdir, clock_ns, flatten=False)
+        total, blocks = _breakdown(unit.top, hier, paths)
+        report.update({"hierarchical_area_um2": total,
+                       "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)} for b in blocks],
+                       "yosys_script_hierarchical": hier["script"]})
+        report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
     (outdir / "area.json").write_text(json.dumps(report, indent=2) + "\n")
     (outdir / "area.md").write_text(markdown(report))
     report["outdir"] = str(outdir)
     return report
+
+
+# --------------------------------------------------------------------------------------------
+# area per block of a hierarchical synthesis
+
+
+def module_names(verilog_text: str) -> list[str]:
+    """Names of the modules of a Verilog text, in order (escaped names without the ``\\``)."""
+    return re.findall(r"^module\s+\\?([^\s(]+)", verilog_text, re.M)
+
+
+def check_breakdown_paths(unit: Unit, verilog_text: str) -> tuple[str, ...] | None:
+    """The unit's breakdown paths (``None``: the top's children), each checked to be an instance
+    of the design and none inside another; :class:`FlowError` naming the first that is not."""
+    paths = unit.breakdown or None
+    if paths is None:
+        return None
+    prefix = unit.top + "."
+    instances = [name[len(prefix):] for name in module_names(verilog_text) if name.startswith(prefix)]
+    for path in paths:
+        if path not in instances:
+            shown = ", ".join(instances[:24]) + (", …" if len(instances) > 24 else "")
+            raise FlowError(f"{unit.name}: breakdown block {path!r} is not an instance of the "
+                            f"design; instances: {shown or 'none'}")
+        inner = [p for p in paths if p.startswith(path + ".")]
+        if inner:
+            raise FlowError(f"{unit.name}: breakdown blocks {path!r} and {inner[0]!r} are nested; "
+                            f"list one of them")
+    return tuple(paths)
+
+
+def hierarchy(top: str, hier: dict) -> dict[str, dict]:
+    """Per module of a hierarchical run: its own ``area_um2``, ``cells`` and ``flip_flops``
+    (submodule instances excluded) and ``children`` (submodule name → instance count)."""
+    own_area = {name.lstrip("\\"): float(a) for name, a in
+                re.findall(r"Chip area for module '(.*?)':\s*([\d.]+)", hier["log"])}
+    generic = {n.lstrip("\\"): m for n, m in hier["generic"]["modules"].items()}
+    mapped = {n.lstrip("\\"): m for n, m in hier["mapped"]["modules"].items()}
+    if top not in mapped or not own_area:
+        raise FlowError(f"yosys printed no per-module area for {top}; see {hier['log_path']}")
+    modules = {}
+    for name, m in mapped.items():
+        by_type = m["num_cells_by_type"]
+        children = {t: n for t, n in by_type.items() if t in mapped}
+        leaf_generic = {t: n for t, n in generic.get(name, {}).get("num_cells_by_type", {}).items()
+                        if t not in mapped}
+        modules[name] = {"area_um2": own_area.get(name, 0.0),
+                         "cells": sum(n for t, n in by_type.items() if t not in children),
+                         "flip_flops": _flops(leaf_generic), "children": children}
+    return modules
+
+
+_FIGURES = ("area_um2", "cells", "flip_flops")
+
+
+def breakdown_blocks(modules: dict[str, dict], top: str,
+                     paths: tuple[str, ...] | None = None) -> list[dict]:
+    """Blocks of a hierarchy (see :func:`hierarchy`) whose figures sum to the top's inclusive ones.
+
+    ``paths`` are instance paths below ``top`` (default: its children); each gets the figures of
+    its instance with all descendants.  Every ancestor of a listed block gets a ``"<path>
+    (rest)"`` entry (the top: ``"(top)"``) with its own cells and the children that neither are
+    listed nor contain a listed block.  Listed blocks come first, in the given order; then the
+    rest entries, innermost first.  A listed block that synthesis removed gets zeros.
+    """
+    def path(name):
+        return name[len(top) + 1:] if name != top else ""
+
+    @functools.cache
+    def inclusive(name) -> tuple:
+        m = modules[name]
+        return tuple(m[f] + sum(n * inclusive(c)[k] for c, n in m["children"].items())
+                     for k, f in enumerate(_FIGURES))
+
+    if paths is None:
+        paths = tuple(path(c) for c in modules[top]["children"])
+    listed = set(paths)
+
+    @functools.cache
+    def holds_listed(name) -> bool:
+        return any(path(c) in listed or holds_listed(c) for c in modules[name]["children"])
+
+    found, rests = {}, []
+
+    def visit(name):
+        own = [modules[name][f] for f in _FIGURES]
+        for child, n in modules[name]["children"].items():
+            if path(child) in listed:
+                found[path(child)] = [n * x for x in inclusive(child)]
+            elif holds_listed(child):
+                visit(child)
+            else:
+                own = [a + n * b for a, b in zip(own, inclusive(child))]
+        rests.append((f"{path(name)} (rest)" if name != top else "(top)", own))
+
+    visit(top)
+    entries = [(p, found.get(p, [0.0, 0, 0])) for p in paths] + rests
+    return [{"block": block, "area_um2": round(float(figures[0]), 6), "cells": int(figures[1]),
+             "flip_flops": int(figures[2])} for block, figures in entries]
+
+
+def _breakdown(top: str, hier: dict, paths) -> tuple[float, list[dict]]:
+    """The hierarchical total (yosys' figure for the top) and its blocks, checked to sum to it."""
+    total = re.findall(r"Chip area for top module '.*?':\s*([\d.]+)", hier["log"])
+    modules = hierarchy(top, hier)
+    blocks = breakdown_blocks(modules, top, paths)
+    total = float(total[-1]) if total else modules[top]["area_um2"]
+    summed = sum(b["area_um2"] for b in blocks)
+    if abs(summed - total) > 1e-6 * max(total, 1.0) + 1e-3:
+        raise FlowError(f"{top}: the breakdown's blocks sum to {summed:.3f} µm² but yosys reports "
+                        f"{total:.3f} µm² for the hierarchy; see {hier['log_path']}")
+    return total, blocks
+
+
+def breakdown_markdown(r: dict) -> str:
+    """The breakdown table of an area report (empty without one)."""
+    if "breakdown" not in r:
+        return ""
+    total = r["hierarchical_area_um2"]
+    rows = "\n".join(
+        f"| {b['block']} | {b['area_um2']:.1f} | {100 * b['area_um2'] / total if total else 0:.1f} | "
+        f"{b['area_ge'] if b.get('area_ge') is not None else 'n/a'} | {b['cells']} | "
+        f"{b['flip_flops']} |" for b in r["breakdown"])
+    return f"""## Area by block (hierarchical synthesis)
+
+| block | µm² | % of total | gate equivalents | cells | flip-flops |
+|---|---|---|---|---|---|
+{rows}
+| total | {total:.1f} | 100.0 | {_ge(total, r.get('ge_um2')) or 'n/a'} | | |
+
+Synthesized without `-flatten`: nothing is optimized across module boundaries and ABC maps each
+module on its own, so the total differs from the flattened area ({r['area_um2']:.1f} µm²), which
+remains the unit's figure.
+"""
 
 
 def markdown(r: dict) -> str:
@@ -164,6 +377,9 @@ def markdown(r: dict) -> str:
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
     path = f"{r['critical_path_ns']:.3f} ns" if r.get("critical_path_ns") else "n/a"
     tools = "\n".join(f"| {k} | {v} |" for k, v in r["tools"].items())
+    nand2 = f"{r['ge_um2']:g} µm² NAND2" if r.get("ge_um2") else "NAND2"
+    ge = f"{r['area_ge']:,.1f}" if r.get("area_ge") is not None else "n/a (no NAND2 cell in the liberty)"
+    breakdown = breakdown_markdown(r)
     return f"""# Area and timing: {r['unit']}
 
 Configuration: {cfg}
@@ -171,6 +387,7 @@ Configuration: {cfg}
 | metric | value |
 |---|---|
 | cell area | {r['area_um2']:.1f} µm² |
+| gate equivalents (cell area / {nand2}) | {ge} |
 | cells (mapped) | {r['cells']} |
 | flip-flops | {r['flip_flops']} |
 | transistors (yosys `stat -tech cmos` estimate) | {r['transistors_estimate']} |
@@ -178,7 +395,7 @@ Configuration: {cfg}
 | fmax | {fmax} |
 | clock constraint | {r['clock_ns']} ns |
 
-Liberty: `{r['liberty']}`
+{breakdown + chr(10) if breakdown else ""}Liberty: `{r['liberty']}`
 
 | tool | version |
 |---|---|
@@ -196,4 +413,6 @@ OpenSTA script:
 """
 
 
-__all__ = ["DEFAULT_CLOCK_NS", "area", "markdown", "parse_sta", "yosys_script", "sta_script"]
+__all__ = ["DEFAULT_CLOCK_NS", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
+           "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
+           "hierarchy", "breakdown_blocks", "breakdown_markdown"]

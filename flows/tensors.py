@@ -12,12 +12,14 @@ converted to FP32 (float16 exactly, float64 with NumPy's round to nearest even).
 arrays are byte-swapped.  Values are taken in their storage order (column-major for
 Fortran-order arrays): the order in which a memory controller streams them, and the order that
 keeps reading memory-bounded.
+
+Statistics over tensor files (:class:`TensorAnalysis`) are declared by the family modules
+(:mod:`flows.families`); ``trainfab tensor-stats`` runs them.
 """
 
 import json
 import os
 import struct
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,23 @@ class Tensor:
     @property
     def count(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorAnalysis:
+    """A statistic over every tensor of a file (``trainfab tensor-stats --analysis NAME``),
+    declared by a family module."""
+
+    name: str
+    summary: str
+    #: ``run(path, progress=None, **options)`` → a JSON-serializable dict; ``progress`` is
+    #: ``None`` or called as ``progress(tensor_name, values_done, values_total)``
+    run: Callable[..., dict]
+    #: ``markdown(result)`` → the report printed and written beside the JSON
+    markdown: Callable[[dict], str]
+    #: command-line options: ``(flags, argparse keyword arguments)``, whose ``dest`` is the
+    #: keyword ``run`` takes
+    options: tuple[tuple[tuple[str, ...], dict], ...] = ()
 
 
 def _native(dtype: np.dtype) -> np.dtype:
@@ -232,112 +251,4 @@ def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) ->
             f.write(raw)
 
 
-
-
-
-# --------------------------------------------------------------------------------------------
-# Gecko footprint statistics of a tensor file
-
-
-def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lanes: int = 8,
-                progress=None) -> dict:
-    """Footprint of every tensor of a file under mantissa truncation and Gecko compression.
-
-    Per tensor and in total: FP32 bits (32 per value), bits after truncating the mantissa to
-    ``man_width`` (sign + 8 exponent bits + ``man_width``), Gecko's exact stored bits (lane
-    words + metadata words, spec §4.5), the paper-style cost (§4.6: per row 3 + lanes·w_lit
-    exponent bits, plus sign and mantissa bits per value), the ratios of each to FP32, and the
-    share of rows per exponent width 0..7 (the paper's Fig. 5b view).  ``man_width=None`` keeps
-    each format's full mantissa (Gecko alone is lossless).  Tensors are streamed in chunks of
-    :data:`CHUNK_ROWS` rows, so memory stays bounded.
-    """
-    from golden import ConfigError
-    from golden.gecko import GeckoConfig, footprint
-
-    start = time.monotonic()
-    rows_out, total = [], None
-    for tensor in read_tensors(path):
-        try:
-            cfg = GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
-        except ConfigError as e:
-            raise FlowError(f"tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
-        fp = None
-        size = CHUNK_ROWS * lanes
-        for k, chunk in enumerate(tensor.chunks(size)):
-            try:
-                part = footprint(chunk, cfg)
-            except ValueError as e:
-                where = f", in the chunk of values from {k * size}" if k else ""
-                raise FlowError(f"tensor {tensor.name!r}{where}: {e}") from None
-            fp = part if fp is None else fp + part
-            if progress:
-                progress(tensor.name, min((k + 1) * size, tensor.count), tensor.count)
-        row = _stats_row(tensor, cfg, fp)
-        rows_out.append(row)
-        total = row if total is None else _add_rows(total, row)
-    seconds = time.monotonic() - start
-    values = total["values"] if total else 0
-    return {"file": str(path), "man_width": man_width, "sign_en": sign_en, "lanes": lanes,
-            "tensors": rows_out, "total": total, "seconds": round(seconds, 3),
-            "values_per_second": round(values / seconds) if seconds > 0 else None}
-
-
-_ADDITIVE = ("values", "fp32_bits", "truncated_bits", "gecko_bits", "paper_bits", "rows")
-
-
-def _stats_row(tensor: Tensor, cfg, fp) -> dict:
-    n = tensor.count
-    sign = int(cfg.sign_en)
-    hist = [int(h) for h in fp.width_hist] if fp is not None else [0] * 8
-    row = {
-        "name": tensor.name, "shape": list(tensor.shape), "format": tensor.fmt,
-        "source_dtype": tensor.source_dtype, "man_width": cfg.man_width,
-        "values": n,
-        "fp32_bits": 32 * n,
-        "truncated_bits": n * (sign + cfg.format.exp_bits + cfg.man_width),
-        "gecko_bits": fp.total_bits if fp is not None else 0,
-        "paper_bits": (fp.exp_bits_lit + n * (sign + cfg.man_width)) if fp is not None else 0,
-        "rows": fp.rows if fp is not None else 0,
-        "width_rows": hist,
-    }
-    return _with_ratios(row)
-
-
-def _with_ratios(row: dict) -> dict:
-    base = row["fp32_bits"] or 1
-    for key in ("truncated", "gecko", "paper"):
-        row[f"{key}_ratio"] = row[f"{key}_bits"] / base
-    rows = row["rows"] or 1
-    row["width_share"] = [h / rows for h in row["width_rows"]]
-    return row
-
-
-def _add_rows(a: dict, b: dict) -> dict:
-    out = {"name": "total", "shape": [], "format": a["format"] if a["format"] == b["format"]
-           else "mixed", "source_dtype": "", "man_width": a["man_width"]}
-    for key in _ADDITIVE:
-        out[key] = a[key] + b[key]
-    out["width_rows"] = [x + y for x, y in zip(a["width_rows"], b["width_rows"])]
-    return _with_ratios(out)
-
-
-def stats_markdown(s: dict) -> str:
-    head = ("| tensor | values | FP32 bits | truncated | Gecko exact | paper-style | rows with "
-            "exponent width 0..7 (%) |\n|---|---|---|---|---|---|---|")
-    def line(r):
-        shares = " ".join(f"{100 * x:.0f}" for x in r["width_share"])
-        return (f"| {r['name']} | {r['values']} | {r['fp32_bits']} | {r['truncated_bits']} "
-                f"({r['truncated_ratio']:.3f}) | {r['gecko_bits']} ({r['gecko_ratio']:.3f}) | "
-                f"{r['paper_bits']} ({r['paper_ratio']:.3f}) | {shares} |")
-    mw = "full mantissa" if s["man_width"] is None else f"man_width={s['man_width']}"
-    lines = [f"# Gecko footprint of {s['file']} ({mw}, sign_en={s['sign_en']}, "
-             f"{s['lanes']} lanes)", "", "Bits, with the ratio to FP32 in brackets.", "", head]
-    lines += [line(r) for r in s["tensors"]]
-    if s["total"] and len(s["tensors"]) > 1:
-        lines.append(line(s["total"]))
-    rate = s["values_per_second"]
-    lines += ["", f"{s['total']['values'] if s['total'] else 0} values in {s['seconds']} s"
-              + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
-    return "\n".join(lines) + "\n"
-
-__all__ = ["CHUNK_ROWS", "Tensor", "read_tensors", "write_safetensors", "gecko_stats", "stats_markdown"]
+__all__ = ["CHUNK_ROWS", "Tensor", "TensorAnalysis", "read_tensors", "write_safetensors"]

@@ -1,16 +1,40 @@
-"""Shared pytest options: ``--seed`` reproduces a testbench run, ``--sim`` picks the simulator."""
+"""Shared pytest options: ``--seed`` reproduces a testbench run, ``--sim`` picks the simulator
+(default: each unit's own), ``--effort`` sizes the testbenches and picks the synthesized
+configurations (``standard`` for ``make test``, ``full`` for ``make test-full``)."""
 
 import pytest
+
+from flows.registry import EFFORTS
+from flows.simulate import SIMULATORS
 
 
 def pytest_addoption(parser):
     parser.addoption("--seed", type=int, default=1, help="seed passed to every cocotb testbench")
-    parser.addoption("--sim", default="icarus", choices=("icarus", "verilator"),
-                     help="simulator for the cocotb testbenches")
+    parser.addoption("--sim", default=None, choices=SIMULATORS,
+                     help="simulator for the cocotb testbenches (default: each unit's own)")
     parser.addoption("--waves", action="store_true", help="dump waveforms of testbench runs")
+    parser.addoption("--effort", default="standard", choices=EFFORTS,
+                     help="testbench size and synthesized configurations: quick, standard "
+                          "(make test) or full (make test-full: long random runs, paper-size "
+                          "synthesis)")
 
 
 @pytest.fixture
 def tb_options(request):
     return {"seed": request.config.getoption("--seed"), "sim": request.config.getoption("--sim"),
             "waves": request.config.getoption("--waves")}
+
+
+@pytest.fixture
+def effort(request) -> str:
+    """The ``--effort`` level of this pytest run."""
+    return request.config.getoption("--effort")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--dist worksteal`` (``make test``), run the cocotb testbenches first: they are the
+    longest tests, and a long test started last keeps one worker busy while the other idles.
+    (Under xdist's default ``load`` scheduling the first tests are dealt out round-robin in one
+    batch, which would give one worker most of the long ones.)"""
+    if config.getoption("dist", "no") == "worksteal":
+        items.sort(key=lambda item: item.path.name != "test_testbenches.py")

@@ -41,8 +41,8 @@ def test_generate_writes_verilog_and_manifest(tmp_path, capsys):
     assert man["verilog_sha256"] == hashlib.sha256(verilog.encode()).hexdigest()
     ports = {p["name"]: p for p in man["ports"]}
     assert ports["sig__2"] == {"name": "sig__2", "direction": "input", "width": 8}
-    assert ports["tp__0"]["direction"] == "output" and ports["tp__0"]["width"] == 4
-    assert ports["valid"]["width"] == 3 and "clk" in ports and "rst" in ports
+    assert ports["terms__tp__0"]["direction"] == "output" and ports["terms__tp__0"]["width"] == 4
+    assert ports["terms__valid"]["width"] == 3 and "clk" in ports and "rst" in ports
     for tool in ("amaranth", "yosys", "cocotb"):
         assert tool in man["tools"]
 
@@ -157,11 +157,11 @@ def test_area_with_explicit_liberty_path(tmp_path, capsys):
 
 def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     import flows
-    import flows.bench as bench
+    import flows.families.gecko as gecko
 
     monkeypatch.setattr(flows, "BUILD", tmp_path)
-    real = bench.bench_gecko
-    monkeypatch.setattr(bench, "bench_gecko", lambda n, seed: real(n=8000, seed=seed))
+    real = gecko.bench_gecko
+    monkeypatch.setattr(gecko, "bench_gecko", lambda n, seed: real(n=8000, seed=seed))
     code, out, _ = run(["bench", "--quick"], capsys)
     assert code == 0
     assert "| fpraker.pe |" in out and "| baseline.bf16_pe |" in out

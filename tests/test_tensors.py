@@ -7,7 +7,8 @@ import pytest
 
 from flows import FlowError, tensors
 from flows.cli import main
-from flows.tensors import gecko_stats, read_tensors, write_safetensors
+from flows.families.gecko import gecko_stats
+from flows.tensors import read_tensors, write_safetensors
 from golden.common import float_to_bf16
 from golden.gecko import GeckoConfig, compress
 

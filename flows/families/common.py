@@ -1,0 +1,49 @@
+"""Shared building blocks that are registry units of their own: the rounding block.
+
+``common.round`` (:class:`hdl.common.rounding.Round`, golden twin
+:func:`golden.common.rounding.round_raw`) is regressed at its default (an FP32 significand
+rounded to bfloat16 with RNE) and at configurations that sweep every rounding mode, float and
+integer targets, two's complement and normalized inputs, the three exponent ranges, and the
+accumulator normalizer and read-out the PEs instantiate.
+"""
+
+from ..registry import Unit
+
+ORDER = 90
+
+UNITS = (
+    Unit(name="common.round",
+         summary="Rounding block: a raw significand and exponent to a float or integer format",
+         config="golden.common.rounding:RoundConfig", component="hdl.common.rounding:Round",
+         testbench="tb.common.round", preset="common",
+         extra_configs=(
+             # the FPRaker/baseline accumulator normalizer and read-out (golden.common.accumulator)
+             {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
+              "overflow": "wrap"},
+             {"fmt": "bf16", "in_width": 10, "frac": 9, "normalized": True, "mode": "rtz"},
+             # an FP32 adder's result rounding to odd
+             {"fmt": "fp32", "in_width": 48, "frac": 46, "mode": "rto"},
+             # stochastic rounding: FAST's element magnitudes, and a float with a random window
+             # wider than the bits it rounds away
+             {"fmt": "uint4", "in_width": 24, "frac": 23, "exp_width": 9, "mode": "sr",
+              "overflow": "saturate"},
+             {"fmt": "e4m3", "in_width": 12, "frac": 8, "exp_width": 6, "mode": "sr",
+              "rand_bits": 4, "overflow": "saturate"},
+             {"fmt": "e5m2", "in_width": 5, "frac": 4, "exp_width": 6, "mode": "sr",
+              "rand_bits": 6},
+             # two's complement floor into a two's complement integer (HBFP's quantizer)
+             {"fmt": "int8", "in_width": 20, "signed": True, "frac": 10, "exp_width": 6,
+              "mode": "rdn", "overflow": "saturate"},
+             # narrow exponent inputs into a wide exponent (the bias exceeds the input range)
+             {"fmt": "e10m9", "in_width": 16, "frac": 15, "exp_width": 6},
+             {"fmt": "e10m9", "in_width": 6, "signed": True, "frac": 0, "exp_width": 3,
+              "overflow": "wrap"},
+             # the remaining modes and formats
+             {"fmt": "fp16", "in_width": 16, "frac": 10, "exp_width": 7, "mode": "rup"},
+             {"fmt": "hfp8", "in_width": 8, "frac": 4, "exp_width": 5, "mode": "rna"},
+         ),
+         test_sizes={"quick": 300, "standard": 3000, "full": 30000},
+         synth_overrides={}),
+)
+
+__all__ = ["UNITS"]

@@ -1,0 +1,142 @@
+"""FPRaker (``seed-fpraker.md``): the term encoder and the term-serial bfloat16 PE.
+
+Declares the units, the PE core the paper reports without its encoders, the paper's Table III
+area ratios against the bit-parallel baseline PE, and the benchmark of the PE's golden model
+(speed beside the baseline's, mean cycles per group of the four encoder/out-of-bounds variants).
+"""
+
+import time
+
+from ..bench import Bench
+from ..registry import Unit
+from ..report import Comparison, Part
+
+ORDER = 10
+
+UNITS = (
+    Unit(name="fpraker.encoder",
+         summary="FPRaker term encoder: bf16 significands to signed power-of-two terms",
+         config="golden.fpraker:EncoderConfig", component="hdl.fpraker:TermEncoder",
+         testbench="tb.fpraker.encoder", preset="fpraker-paper",
+         extra_configs=({"lanes": 3, "encoding": "binary"},),
+         test_sizes={"quick": 400, "standard": 6000, "full": 30000},
+         synth_overrides={"lanes": 2},
+         paper="≈202 µm²/lane at 65 nm (12,950 µm² for 64 lanes, Table III)"),
+    Unit(name="fpraker.pe",
+         summary="FPRaker PE: 8 term-serial bf16 MAC lanes into a 1.9 accumulator",
+         config="golden.fpraker:PEConfig", component="hdl.fpraker:PE",
+         testbench="tb.fpraker.pe", preset="fpraker-paper",
+         extra_configs=({"keep_bits": 6, "kmax": 9}, {"encoding": "binary", "kmax": 1023},
+                        {"dmax": 12}, {"lanes": 4, "int_bits": 4}, {"out_round": "rne"},
+                        {"encoding": "binary"},
+                        {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2}),
+         test_sizes={"quick": 300, "standard": 3000, "full": 20000},
+         synth_overrides={"lanes": 2},
+         breakdown=("encoder", "core.operands", "core.exponent", "core.lanes",
+                    "core.accumulator")),
+)
+
+PARTS = (
+    Part(name="fpraker.pe/core", unit="fpraker.pe", component="hdl.fpraker.pe:PECore",
+         summary="the PE without its encoder lanes (the paper's per-PE figure excludes encoders)",
+         paper="4,752 µm² per PE at 65 nm (Table III)"),
+)
+
+#: FPRaker Table III: PE 4,752 µm², 64 encoder lanes 12,950 µm², bit-parallel PE 22,212 µm²
+COMPARISONS = (
+    Comparison(label="FPRaker PE without encoders / bit-parallel bf16 PE",
+               numerator="fpraker.pe/core", denominator="baseline.bf16_pe",
+               paper_ratio=4752 / 22212,
+               source="FPRaker Table III per PE: 4,752 vs 22,212 µm² (65 nm)"),
+    Comparison(label="FPRaker PE with its 8 encoder lanes / bit-parallel bf16 PE",
+               numerator="fpraker.pe", denominator="baseline.bf16_pe",
+               paper_ratio=(4752 + 12950 / 8) / 22212,
+               source="FPRaker Table III: (4,752 + 12,950/8) vs 22,212 µm² (65 nm)"),
+)
+
+
+def variants() -> tuple:
+    """The four PE variants of spec §3.5 / TV18, in the expected order of mean cycles per group."""
+    from golden.fpraker.pe import KMAX_LIMIT, PEConfig
+
+    return (
+        ("CSD + OB", PEConfig()),
+        ("CSD, no OB", PEConfig(kmax=KMAX_LIMIT)),
+        ("binary + OB", PEConfig(encoding="binary")),
+        ("binary, no OB", PEConfig(encoding="binary", kmax=KMAX_LIMIT)),
+    )
+
+
+#: data sets of the cycle statistics
+DATA = ("N(0,1)", "50% zeros")
+
+
+def _data(rng, n, K, kind):
+    import numpy as np
+
+    from golden.fpraker.pe import random_operands
+
+    A, B = random_operands(rng, n, K, "normal")
+    if kind == "50% zeros":
+        A = np.where(rng.random(A.shape) < 0.5, 0, A).astype(np.uint16)
+    return A, B
+
+
+def bench_fpraker_pe(n: int = 100_000, K: int = 64, n_cycles: int = 100_000, seed: int = 0):
+    """Measure the FPRaker PE golden model.
+
+    Parameters
+    ----------
+    n, K : int
+        Rows and row length of the speed run (default PE config, N(0,1) data).
+    n_cycles : int
+        Groups per variant for the cycle statistics (each one group of 8 pairs from acc = 0,
+        the setting of spec §3.5's prototype numbers).
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``mac_per_s`` of the FPRaker and baseline batch models, and ``cycles`` mapping
+        (data, variant) to the mean cycles per 8-MAC group.
+    """
+    import numpy as np
+
+    from golden.baseline import BaselineConfig, baseline_dot_batch
+    from golden.fpraker.pe import PEConfig, pe_dot_batch, random_operands
+
+    rng = np.random.default_rng(seed)
+    A, B = random_operands(rng, n, K, "normal")
+    t0 = time.perf_counter()
+    pe_dot_batch(A, B, PEConfig())
+    t1 = time.perf_counter()
+    baseline_dot_batch(A, B, BaselineConfig())
+    t2 = time.perf_counter()
+    result = {"mac_per_s": {"fpraker.pe": n * K / (t1 - t0), "baseline.bf16_pe": n * K / (t2 - t1)},
+              "cycles": {}}
+    for kind in DATA:
+        A, B = _data(rng, n_cycles, 8, kind)
+        for name, cfg in variants():
+            result["cycles"][(kind, name)] = float(pe_dot_batch(A, B, cfg)[1].mean())
+    return result
+
+
+def pe_tables(scale: int = 1, seed: int = 0) -> str:
+    """``trainfab bench``'s tables: MAC/s of both PE models, mean cycles per group."""
+    r = bench_fpraker_pe(n=100_000 // scale, n_cycles=100_000 // scale, seed=seed)
+    names = [name for name, _ in variants()]
+    lines = ["| golden model | MAC/s |", "|---|---|"]
+    lines += [f"| {unit} | {speed:,.0f} |" for unit, speed in r["mac_per_s"].items()]
+    lines += ["", "| data | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {kind} | " + " | ".join(f"{r['cycles'][(kind, name)]:.3f}" for name in names)
+              + " |" for kind in DATA]
+    return "\n".join(lines)
+
+
+BENCHES = (
+    Bench(name="fpraker.pe", summary="FPRaker and baseline PE batch models: MAC/s and cycles "
+          "per 8-MAC group", run=pe_tables),
+)
+
+__all__ = ["UNITS", "PARTS", "COMPARISONS", "BENCHES", "variants", "bench_fpraker_pe",
+           "pe_tables"]

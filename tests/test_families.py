@@ -1,0 +1,176 @@
+"""Families declared in one file each (flows/families/) and what the flows take from them: units
+and their test configurations, reports' parts and ratios, benches, tensor analyses, and the
+testbench run parameters (effort sizes, simulator, manifest)."""
+
+import json
+import textwrap
+import types
+
+import pytest
+
+from flows import FlowError, families, registry, report, simulate
+from flows.cli import main
+from flows.registry import EFFORTS, Unit
+
+
+def test_families_are_discovered_in_a_fixed_order():
+    names = [families.family_name(m) for m in families.modules()]
+    assert names[:3] == ["fpraker", "baseline", "gecko"]
+    assert [m.__name__ for m in families.discover()] == [m.__name__ for m in families.modules()]
+    assert list(registry.UNITS)[:3] == ["fpraker.encoder", "fpraker.pe", "baseline.bf16_pe"]
+    for unit in registry.UNITS.values():
+        assert unit.family in names
+
+
+def test_declarations_reach_the_flows():
+    assert {p.name for p in families.parts()} >= {"fpraker.pe/core"}
+    numerators = {c.numerator for c in families.comparisons()}
+    assert {"fpraker.pe/core", "fpraker.pe", "gecko.decompressor"} <= numerators
+    known = set(registry.UNITS) | {p.name for p in families.parts()}
+    for c in families.comparisons():
+        assert c.numerator in known and c.denominator in known, c.label
+    papers = report.paper_figures()
+    assert papers["fpraker.pe/core"].startswith("4,752") and "gecko.compressor" in papers
+    assert [b.name for b in families.benches()][:2] == ["fpraker.pe", "gecko"]
+    assert [a.name for a in families.tensor_analyses()] == ["gecko"]
+
+
+@pytest.mark.parametrize("unit_name", sorted(registry.UNITS))
+def test_unit_declarations_are_valid(unit_name):
+    unit = registry.get(unit_name)
+    configs = unit.test_configs()
+    assert configs[0] == ("default", unit.config_class()())
+    assert len(configs) == 1 + len(unit.extra_configs)
+    assert len({repr(cfg) for _, cfg in configs}) == len(configs)
+    unit.make_config(**unit.synth_overrides)
+    assert set(unit.test_sizes) == set(EFFORTS)
+    sizes = [unit.test_sizes[e] for e in EFFORTS]
+    assert sizes == sorted(sizes) and sizes[0] > 0
+    assert unit.sim in simulate.SIMULATORS
+
+
+def test_test_configs_labels_base_and_duplicates():
+    unit = registry.get("fpraker.encoder")
+    base = unit.make_config(lanes=3)
+    assert [(label, cfg.lanes, cfg.encoding) for label, cfg in unit.test_configs(base)] == [
+        ("default", 3, "csd"), ("lanes=3,encoding=binary", 3, "binary")]
+    # a base equal to an extra configuration runs once
+    same = unit.make_config(lanes=3, encoding="binary")
+    assert [label for label, _ in unit.test_configs(same)] == ["default"]
+    with pytest.raises(FlowError, match="fpraker.encoder: configuration lanes=0"):
+        unit.make_config(lanes=0)
+
+
+def test_regress_all_configs_dedupes_with_set(monkeypatch, capsys):
+    runs = []
+
+    class Result:
+        passed, tests, failed = True, 1, 0
+
+        def summary(self):
+            return "PASS"
+
+    def fake_run(unit, cfg, **kwargs):
+        runs.append((unit.name, cfg, kwargs))
+        return Result()
+
+    monkeypatch.setattr(simulate, "run_testbench", fake_run)
+    code = main(["regress", "fpraker.encoder", "--all-configs", "--set", "lanes=3",
+                 "--set", "encoding=binary"])
+    assert code == 0, capsys.readouterr().out
+    assert len(runs) == 1
+    assert runs[0][2]["effort"] == "standard" and runs[0][2]["sim"] is None
+    runs.clear()
+    assert main(["regress", "gecko.compressor", "--all-configs", "--effort", "full"]) == 0
+    assert len(runs) == 3 and all(kw["effort"] == "full" for *_, kw in runs)
+
+
+class _FakeRunner:
+    """Stands in for cocotb_tools' runner: records what the testbench would get."""
+
+    calls = []
+
+    def __init__(self):
+        import logging
+
+        self.log = logging.getLogger("fake-runner")
+
+    def build(self, **kwargs):
+        pass
+
+    def test(self, **kwargs):
+        self.calls.append(kwargs)
+
+
+def test_runner_passes_sizes_simulator_and_manifest(monkeypatch, tmp_path):
+    import cocotb_tools.runner
+
+    monkeypatch.setattr(cocotb_tools.runner, "get_runner", lambda sim: _FakeRunner())
+    _FakeRunner.calls.clear()
+    unit = registry.get("fpraker.encoder")
+    cfg = unit.make_config(lanes=2)
+    for effort in EFFORTS:
+        result = simulate.run_testbench(unit, cfg, effort=effort, build_root=tmp_path)
+        assert result.sim == unit.sim
+    envs = [call["extra_env"] for call in _FakeRunner.calls]
+    assert [e["TRAINFAB_TEST_SIZE"] for e in envs] == [str(unit.test_sizes[e]) for e in EFFORTS]
+    assert [e["TRAINFAB_EFFORT"] for e in envs] == list(EFFORTS)
+    man_path = envs[0]["TRAINFAB_MANIFEST"]
+    assert man_path.endswith("fpraker_encoder.json")
+    from pathlib import Path
+
+    from flows.generate import manifest
+    source = Path(man_path).with_suffix(".v")
+    man = json.loads(Path(man_path).read_text())
+    assert man == manifest(unit, cfg, source.read_text())
+    assert {p["name"] for p in man["ports"]} >= {"clk", "rst", "sig__0", "sig__1", "terms__tp__1"}
+    with pytest.raises(FlowError, match="unknown effort 'huge'"):
+        simulate.run_testbench(unit, cfg, effort="huge", build_root=tmp_path)
+
+
+def test_a_new_family_is_one_file(tmp_path, monkeypatch, capsys):
+    """A family module in a package is discovered, and its unit, paper figure and tensor
+    analysis appear in the flows without touching them."""
+    pkg = tmp_path / "extrafams"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_private.py").write_text("raise RuntimeError('not a family')\n")
+    (pkg / "toy.py").write_text(textwrap.dedent('''
+        from flows.registry import Unit
+        from flows.tensors import TensorAnalysis
+
+        UNITS = (Unit(name="toy.adder", summary="a toy unit", config="golden.fpraker:EncoderConfig",
+                      component="hdl.fpraker:TermEncoder", testbench="tb.fpraker.encoder",
+                      preset="none", paper="1 µm² somewhere"),)
+        TENSOR_ANALYSES = (TensorAnalysis(
+            name="count", summary="values per file",
+            run=lambda path, progress=None, scale=1: {"file": str(path), "scaled": scale},
+            markdown=lambda r: f"counted {r['scaled']}\\n",
+            options=((("--scale",), {"dest": "scale", "type": int, "default": 1}),)),)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = families.discover("extrafams")
+    assert [families.family_name(m) for m in found] == ["toy"]
+    monkeypatch.setattr(families, "modules", lambda: (*families.discover(), *found))
+    assert registry.get("toy.adder").top == "toy_adder"
+    assert report.paper_figures()["toy.adder"] == "1 µm² somewhere"
+    assert main(["list"]) == 0 and "toy.adder" in capsys.readouterr().out
+    data = tmp_path / "x.npy"
+    data.write_bytes(b"")
+    assert main(["tensor-stats", str(data), "--analysis", "count", "--scale", "3",
+                 "-o", str(tmp_path / "out")]) == 0
+    assert "counted 3" in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "x.json").read_text())["scaled"] == 3
+
+
+def test_misnamed_or_repeated_units_are_errors(monkeypatch):
+    fake = types.ModuleType("flows.families.fake")
+    fake.UNITS = (Unit(name="other.x", summary="", config="", component="", testbench="",
+                       preset=""),)
+    monkeypatch.setattr(families, "modules", lambda: (fake,))
+    with pytest.raises(FlowError, match="not named fake.<unit>"):
+        families.units()
+    fake.__name__ = "flows.families.other"
+    monkeypatch.setattr(families, "modules", lambda: (fake, fake))
+    with pytest.raises(FlowError, match="declared twice"):
+        families.units()
