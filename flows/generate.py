@@ -36,17 +36,53 @@ def ports(verilog_text: str, top: str) -> list[dict]:
             for d, hi, lo, name in _PORT.findall(body)]
 
 
+def _fields(layout) -> dict:
+    """Field name → ``{"offset", "width"}`` (and nested ``fields`` / ``signed``) of a layout."""
+    from amaranth.hdl import Shape
+    from amaranth.lib import data
+
+    out = {}
+    for name, field in layout:
+        entry = {"offset": field.offset, "width": field.width}
+        if isinstance(field.shape, data.Layout):
+            entry["fields"] = _fields(field.shape)
+        elif Shape.cast(field.shape).signed:
+            entry["signed"] = True
+        out[str(name)] = entry
+    return out
+
+
+def port_fields(unit: Unit, cfg) -> dict:
+    """Port name → the bit fields of every struct-typed port (``grp__payload``: ``a``, ``b``,
+    ``clear`` …), from the component's signature: what a Verilog user needs to drive a payload
+    port without reading the Amaranth source."""
+    from amaranth.lib import data
+
+    component = build_component(unit, cfg)
+    component._MustUse__silence = True      # built for its signature only, never elaborated
+    return {"__".join(map(str, path)): _fields(member.shape)
+            for path, member, _ in component.signature.flatten(component)
+            if isinstance(member.shape, data.Layout)}
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def manifest(unit: Unit, cfg, verilog_text: str) -> dict:
+    """The JSON description of a generated unit: configuration, ports (with the bit fields of
+    struct-typed ports), tool versions and the Verilog's sha256."""
+    fields = port_fields(unit, cfg)
+    port_list = ports(verilog_text, unit.top)
+    for port in port_list:
+        if port["name"] in fields:
+            port["fields"] = fields[port["name"]]
     return {
         "unit": unit.name,
         "top": unit.top,
         "config_class": unit.config,
         "config": config_dict(cfg),
-        "ports": ports(verilog_text, unit.top),
+        "ports": port_list,
         "tools": versions(),
         "verilog_sha256": sha256(verilog_text),
     }
@@ -68,4 +104,5 @@ def generate(unit: Unit, cfg, outdir: Path | None = None) -> dict:
     return man
 
 
-__all__ = ["build_component", "to_verilog", "ports", "sha256", "manifest", "generate"]
+__all__ = ["build_component", "to_verilog", "ports", "port_fields", "sha256", "manifest",
+           "generate"]

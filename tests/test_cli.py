@@ -167,3 +167,21 @@ def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     assert "| fpraker.pe |" in out and "| baseline.bf16_pe |" in out
     assert "| N(0,1) |" in out and "| 50% zeros |" in out and "million values/min" in out
     assert (tmp_path / "bench" / "normal_8000.npy").exists()
+
+
+def test_manifest_describes_struct_port_fields(tmp_path, capsys):
+    """A payload port's bit fields are in the manifest: the group of a 2-lane PE is a[0..1],
+    b[0..1] (16-bit bf16 words: man 7, exp 8, sign 1) and clear, LSB first."""
+    code, out, _ = run(["generate", "fpraker.pe", "--set", "lanes=2", "-o", str(tmp_path)], capsys)
+    assert code == 0, out
+    man = json.loads((tmp_path / "fpraker_pe.json").read_text())
+    ports = {p["name"]: p for p in man["ports"]}
+    grp = ports["grp__payload"]
+    assert grp["width"] == 2 * 2 * 16 + 1
+    f = grp["fields"]
+    assert (f["a"]["offset"], f["a"]["width"]) == (0, 32)
+    assert (f["b"]["offset"], f["b"]["width"]) == (32, 32)
+    assert (f["clear"]["offset"], f["clear"]["width"]) == (64, 1)
+    assert f["b"]["fields"]["1"]["fields"]["exp"] == {"offset": 7, "width": 8}
+    assert ports["acc__exp"].get("fields") is None and ports["acc__out"]["fields"]["sign"] == \
+        {"offset": 15, "width": 1}

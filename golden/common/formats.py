@@ -16,6 +16,7 @@ Field order inside a word is LSB first: mantissa, exponent, sign (floats); expon
 element 0, 1, ... (BFP blocks).  :func:`format_named` resolves a name to a format object.
 """
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -183,6 +184,20 @@ FORMATS = {f.name: f for f in (FP32, BF16, FP16, HFP8, E4M3, E5M2, INT8, INT12)}
 _GENERIC = re.compile(r"^(?:e(\d+)m(\d+)|(u?)int(\d+))$")
 
 
+@functools.lru_cache(maxsize=256)
+def _named(name: str):
+    if name in FORMATS:
+        return FORMATS[name]
+    match = _GENERIC.match(name)
+    if match is None:
+        raise ValueError(f"unknown number format {name!r}: expected one of "
+                         f"{', '.join(FORMATS)}, e<E>m<M>, int<N> or uint<N>")
+    e, m, unsigned, n = match.groups()
+    if e is not None:
+        return FloatFormat(name, int(e), int(m))
+    return IntFormat(name, int(n), signed=not unsigned)
+
+
 def format_named(name: str):
     """The format called ``name``: a :data:`FORMATS` entry, ``e<E>m<M>`` (IEEE-style float
     with ``E`` exponent and ``M`` mantissa bits), ``int<N>`` or ``uint<N>``.
@@ -194,16 +209,9 @@ def format_named(name: str):
     """
     if isinstance(name, (FloatFormat, IntFormat, BFPFormat)):
         return name
-    if name in FORMATS:
-        return FORMATS[name]
-    match = _GENERIC.match(name) if isinstance(name, str) else None
-    if match is None:
-        raise ValueError(f"unknown number format {name!r}: expected one of "
-                         f"{', '.join(FORMATS)}, e<E>m<M>, int<N> or uint<N>")
-    e, m, unsigned, n = match.groups()
-    if e is not None:
-        return FloatFormat(name, int(e), int(m))
-    return IntFormat(name, int(n), signed=not unsigned)
+    if not isinstance(name, str):
+        raise ValueError(f"unknown number format {name!r}: expected a format name")
+    return _named(name)
 
 
 __all__ = ["FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3",

@@ -236,7 +236,6 @@ def round_raw(cfg: RoundConfig, sig, exp, sign=0, rand=0) -> Rounded:
     ValueError
         An input outside its width (or a normalized input whose top bit is clear).
     """
-    fmt = cfg.format
     W = cfg.in_width
     sig = np.asarray(sig, dtype=np.int64)
     exp = np.asarray(exp, dtype=np.int64)
@@ -251,14 +250,24 @@ def round_raw(cfg: RoundConfig, sig, exp, sign=0, rand=0) -> Rounded:
         if bad.any():
             raise ValueError(f"round_raw: {name} {int(v[bad].flat[0])} is outside {a}..{b} "
                              f"({cfg})")
+    if cfg.normalized:
+        mag = np.abs(sig)
+        bad = (mag != 0) & ((mag >> (W - 1)) == 0)
+        if bad.any():
+            raise ValueError(f"round_raw: normalized significand {int(mag[bad].flat[0])} has "
+                             f"bit {W - 1} clear")
+    return round_checked(cfg, sig, exp, sign, rand)
+
+
+def round_checked(cfg: RoundConfig, sig, exp, sign, rand) -> Rounded:
+    """:func:`round_raw` on int64 arrays of one shape already known to be in range (the
+    accumulator models call it every step, where the inputs are their own results)."""
+    fmt = cfg.format
     if cfg.signed:
         sign = (sig < 0).astype(np.int64)
         mag = np.abs(sig)
     else:
         mag = sig
-    if cfg.normalized and ((mag != 0) & ((mag >> (W - 1)) == 0)).any():
-        bad = mag[(mag != 0) & ((mag >> (W - 1)) == 0)].flat[0]
-        raise ValueError(f"round_raw: normalized significand {int(bad)} has bit {W - 1} clear")
     zero_in = mag == 0
     no = np.zeros(mag.shape, dtype=bool)
     if fmt.kind == "int":
@@ -310,4 +319,5 @@ def _to_int(cfg, fmt, mag, exp, sign, rand, no):
 
 
 __all__ = ["MODES", "OVERFLOWS", "MAX_IN_WIDTH", "RoundConfig", "Rounded", "round_raw",
+           "round_checked",
            "bit_length"]
