@@ -52,13 +52,13 @@ def _fields(layout) -> dict:
     return out
 
 
-def port_fields(unit: Unit, cfg) -> dict:
+def port_fields(unit: Unit, cfg, factory=None) -> dict:
     """Port name → the bit fields of every struct-typed port (``grp__payload``: ``a``, ``b``,
     ``clear`` …), from the component's signature: what a Verilog user needs to drive a payload
     port without reading the Amaranth source."""
     from amaranth.lib import data
 
-    component = build_component(unit, cfg)
+    component = build_component(unit, cfg, factory)
     component._MustUse__silence = True      # built for its signature only, never elaborated
     return {"__".join(map(str, path)): _fields(member.shape)
             for path, member, _ in component.signature.flatten(component)
@@ -69,10 +69,10 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def manifest(unit: Unit, cfg, verilog_text: str) -> dict:
+def manifest(unit: Unit, cfg, verilog_text: str, factory=None) -> dict:
     """The JSON description of a generated unit: configuration, ports (with the bit fields of
     struct-typed ports), tool versions and the Verilog's sha256."""
-    fields = port_fields(unit, cfg)
+    fields = port_fields(unit, cfg, factory)
     port_list = ports(verilog_text, unit.top)
     for port in port_list:
         if port["name"] in fields:

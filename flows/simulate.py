@@ -126,7 +126,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
             source.write_text(text)
         # configurations that differ only in run-time defaults share the build (and the ports):
         # replace the manifest whole, so that a reader never sees a partial file
-        man_text = json.dumps(manifest(unit, cfg, text), indent=2) + "\n"
+        man_text = json.dumps(manifest(unit, cfg, text, factory), indent=2) + "\n"
         if not man_path.exists() or man_path.read_text() != man_text:
             tmp = man_path.with_name(f".{man_path.name}.{os.getpid()}")
             tmp.write_text(man_text)

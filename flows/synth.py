@@ -203,7 +203,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
                    outdir / "timing.log", "OpenSTA")
     sta_s = time.monotonic() - t0
     timing = parse_sta(sta_out, clock_ns)
-    man = manifest(unit, cfg, text)
+    man = manifest(unit, cfg, text, factory)
     ge_um2 = nand2_area(lib)
     report = {
         "unit": unit.name,

@@ -61,6 +61,11 @@ META_LAYOUT = data.StructLayout({"word": META_WORD, "last": 1})
 CMD_LAYOUT = data.StructLayout({"rows": ROWS_BITS, "ctl": SidebandSignature.layout()})
 
 
+def _widths(cfg: GeckoConfig) -> tuple:
+    """``(lanes, lane word width, mantissa bits)`` of a configuration."""
+    return cfg.lanes, cfg.lane_width, cfg.format.man_bits
+
+
 def _clamp_man_width(m, man_width, mb, err):
     """``min(man_width, mb)``; drives ``err`` when the input was larger."""
     mw = Signal(MW_BITS)
@@ -68,10 +73,22 @@ def _clamp_man_width(m, man_width, mb, err):
     return mw
 
 
-def _sideband_ports() -> dict:
-    """The compressor's run-time side-band inputs and its sticky error outputs."""
-    return {"ctl": In(SidebandSignature()),
+def _compressor_members(cfg: GeckoConfig) -> dict:
+    """The compressor's ports: rows in, lane words and metadata out, the run-time side-band
+    inputs and the sticky error outputs."""
+    rows = row_layout(cfg)
+    return {"i": In(stream.Signature(rows)), "o": Out(stream.Signature(rows)),
+            "meta": Out(stream.Signature(META_LAYOUT)), "ctl": In(SidebandSignature()),
             "err_exp": Out(1), "err_mag": Out(1), "err_sign": Out(1), "err_cfg": Out(1)}
+
+
+def _decompressor_members(cfg: GeckoConfig) -> dict:
+    """The decompressor's ports: the compressor's mirrored (its lane words and metadata come in,
+    rows of values go out) plus the per-tensor command carrying the side-band values."""
+    rows = row_layout(cfg)
+    return {"cmd": In(stream.Signature(CMD_LAYOUT)), "i": In(stream.Signature(rows)),
+            "meta": In(stream.Signature(META_LAYOUT)), "o": Out(stream.Signature(rows)),
+            "err_cfg": Out(1)}
 
 
 def _buffer(m, name: str, source, sink, depth: int) -> None:
@@ -122,19 +139,12 @@ class GeckoCompressor(wiring.Component):
 
     def __init__(self, cfg: GeckoConfig = GeckoConfig()):
         self.cfg = cfg
-        rows = row_layout(cfg)
-        super().__init__({
-            "i": In(stream.Signature(rows)),
-            "o": Out(stream.Signature(rows)),
-            "meta": Out(stream.Signature(META_LAYOUT)),
-            **_sideband_ports(),
-        })
+        super().__init__(_compressor_members(cfg))
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self.cfg
-        fmt = cfg.format
-        lanes, lw, mb = cfg.lanes, cfg.lane_width, fmt.man_bits
+        cfg, fmt = self.cfg, self.cfg.format
+        lanes, lw, mb = _widths(cfg)
 
         # ---- stage 1: input register (row + its control values)
         r1_valid = Signal()
@@ -291,20 +301,12 @@ class GeckoDecompressor(wiring.Component):
 
     def __init__(self, cfg: GeckoConfig = GeckoConfig()):
         self.cfg = cfg
-        rows = row_layout(cfg)
-        super().__init__({
-            "cmd": In(stream.Signature(CMD_LAYOUT)),
-            "i": In(stream.Signature(rows)),
-            "meta": In(stream.Signature(META_LAYOUT)),
-            "o": Out(stream.Signature(rows)),
-            "err_cfg": Out(1),
-        })
+        super().__init__(_decompressor_members(cfg))
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self.cfg
-        fmt = cfg.format
-        lanes, lw, mb = cfg.lanes, cfg.lane_width, fmt.man_bits
+        cfg, fmt = self.cfg, self.cfg.format
+        lanes, lw, mb = _widths(cfg)
 
         active = Signal()
         rows_left = Signal(ROWS_BITS)
@@ -399,17 +401,16 @@ class GeckoLoopback(wiring.Component):
 
     def __init__(self, cfg: GeckoConfig = GeckoConfig()):
         self.cfg = cfg
-        self._comp, self._dec = GeckoCompressor(cfg), GeckoDecompressor(cfg)
         # the compressor's input side (rows, side-band, errors) and the decompressor's command
         # and output streams
-        comp, dec = self._comp.signature.members, self._dec.signature.members
+        comp, dec = _compressor_members(cfg), _decompressor_members(cfg)
         super().__init__({**{name: comp[name] for name in comp if name not in ("o", "meta")},
                           "cmd": dec["cmd"], "o": dec["o"]})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.comp = comp = self._comp
-        m.submodules.decomp = dec = self._dec
+        m.submodules.comp = comp = GeckoCompressor(self.cfg)
+        m.submodules.decomp = dec = GeckoDecompressor(self.cfg)
         wiring.connect(m, wiring.flipped(self.i), comp.i)
         wiring.connect(m, wiring.flipped(self.cmd), dec.cmd)
         _buffer(m, "words", comp.o, dec.i, self.WORD_FIFO_DEPTH)

@@ -15,7 +15,17 @@ from . import uint
 from .layouts import pack
 
 
-class Source:
+class _Stream:
+    """The three ports of a stream member ``name`` of the unit."""
+
+    def __init__(self, dut, name: str):
+        self.name = name
+        self.valid = getattr(dut, f"{name}__valid")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.ready = getattr(dut, f"{name}__ready")
+
+
+class Source(_Stream):
     """Drives ``<name>__valid``/``<name>__payload`` from a list of items.
 
     Each item is ``(payload, extra)`` where ``extra`` maps further port names to values driven
@@ -25,10 +35,7 @@ class Source:
     """
 
     def __init__(self, dut, name: str, items, rnd, gap: float = 0.0, layout=None):
-        self.name = name
-        self.valid = getattr(dut, f"{name}__valid")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.ready = getattr(dut, f"{name}__ready")
+        super().__init__(dut, name)
         self.dut = dut
         self.layout = layout
         self.items = list(items)
@@ -58,14 +65,11 @@ class Source:
         return not self.items and not self.offering
 
 
-class Sink:
+class Sink(_Stream):
     """Drives ``<name>__ready`` (high with probability ``p_ready``) and collects payloads."""
 
     def __init__(self, dut, name: str, rnd, p_ready: float = 1.0):
-        self.name = name
-        self.valid = getattr(dut, f"{name}__valid")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.ready = getattr(dut, f"{name}__ready")
+        super().__init__(dut, name)
         self.rnd = rnd
         self.p_ready = p_ready
         self.got = []
