@@ -17,12 +17,19 @@ def build_component(unit: Unit, cfg, factory=None):
     return (factory or unit.component_factory())(cfg)
 
 
-def to_verilog(unit: Unit, cfg, factory=None) -> str:
-    """Verilog for ``unit`` at ``cfg``; the same configuration gives byte-identical text."""
+def convert(unit: Unit, cfg, factory=None) -> tuple[str, dict]:
+    """Verilog for ``unit`` at ``cfg`` and the bit fields of its struct-typed ports
+    (:func:`port_fields`), from one build of the component."""
     from amaranth.back import verilog
 
     component = build_component(unit, cfg, factory)
-    return verilog.convert(component, name=unit.top, emit_src=False)
+    fields = _port_fields(component)
+    return verilog.convert(component, name=unit.top, emit_src=False), fields
+
+
+def to_verilog(unit: Unit, cfg, factory=None) -> str:
+    """Verilog for ``unit`` at ``cfg``; the same configuration gives byte-identical text."""
+    return convert(unit, cfg, factory)[0]
 
 
 _PORT = re.compile(r"^\s*(input|output|inout)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([\w$.]+)\s*;", re.M)
@@ -52,27 +59,28 @@ def _fields(layout) -> dict:
     return out
 
 
+def _port_fields(component) -> dict:
+    from amaranth.lib import data
+
+    return {"__".join(map(str, path)): _fields(member.shape)
+            for path, member, _ in component.signature.flatten(component)
+            if isinstance(member.shape, data.Layout)}
+
+
 def port_fields(unit: Unit, cfg, factory=None) -> dict:
     """Port name → the bit fields of every struct-typed port (``grp__payload``: ``a``, ``b``,
     ``clear`` …), from the component's signature: what a Verilog user needs to drive a payload
     port without reading the Amaranth source."""
-    from amaranth.lib import data
-
-    component = build_component(unit, cfg, factory)
-    component._MustUse__silence = True      # built for its signature only, never elaborated
-    return {"__".join(map(str, path)): _fields(member.shape)
-            for path, member, _ in component.signature.flatten(component)
-            if isinstance(member.shape, data.Layout)}
+    return convert(unit, cfg, factory)[1]
 
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def manifest(unit: Unit, cfg, verilog_text: str, factory=None) -> dict:
-    """The JSON description of a generated unit: configuration, ports (with the bit fields of
-    struct-typed ports), tool versions and the Verilog's sha256."""
-    fields = port_fields(unit, cfg, factory)
+def manifest(unit: Unit, cfg, verilog_text: str, fields: dict) -> dict:
+    """The JSON description of a generated unit: configuration, ports (with the bit ``fields``
+    of struct-typed ports, from :func:`convert`), tool versions and the Verilog's sha256."""
     port_list = ports(verilog_text, unit.top)
     for port in port_list:
         if port["name"] in fields:
@@ -96,13 +104,13 @@ def generate(unit: Unit, cfg, outdir: Path | None = None) -> dict:
     """Write ``<top>.v`` and ``<top>.json`` (the manifest) into ``outdir``; return the manifest."""
     outdir = Path(outdir or default_outdir(unit))
     outdir.mkdir(parents=True, exist_ok=True)
-    text = to_verilog(unit, cfg)
-    man = manifest(unit, cfg, text)
+    text, fields = convert(unit, cfg)
+    man = manifest(unit, cfg, text, fields)
     (outdir / f"{unit.top}.v").write_text(text)
     (outdir / f"{unit.top}.json").write_text(json.dumps(man, indent=2) + "\n")
     man["verilog"] = str(outdir / f"{unit.top}.v")
     return man
 
 
-__all__ = ["build_component", "to_verilog", "ports", "port_fields", "sha256", "manifest",
+__all__ = ["build_component", "convert", "to_verilog", "ports", "port_fields", "sha256", "manifest",
            "generate"]

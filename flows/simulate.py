@@ -21,7 +21,7 @@ from pathlib import Path
 from golden import config_dict
 
 from . import BUILD, FlowError
-from .generate import manifest, sha256, to_verilog
+from .generate import convert, manifest, sha256
 from .registry import EFFORTS, Unit, get
 from .tools import require, verilator_env
 
@@ -109,7 +109,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         os.environ.update(verilator_env())
         build_args = VERILATOR_ARGS
 
-    text = to_verilog(unit, cfg, factory)
+    text, fields = convert(unit, cfg, factory)
     digest = sha256(text)[:16]
     root = Path(build_root or BUILD) / "sim" / unit.name
     build_dir = root / f"{sim}-{digest}{'-waves' if waves else ''}"
@@ -126,7 +126,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
             source.write_text(text)
         # configurations that differ only in run-time defaults share the build (and the ports):
         # replace the manifest whole, so that a reader never sees a partial file
-        man_text = json.dumps(manifest(unit, cfg, text, factory), indent=2) + "\n"
+        man_text = json.dumps(manifest(unit, cfg, text, fields), indent=2) + "\n"
         if not man_path.exists() or man_path.read_text() != man_text:
             tmp = man_path.with_name(f".{man_path.name}.{os.getpid()}")
             tmp.write_text(man_text)

@@ -38,7 +38,7 @@ from pathlib import Path
 from golden import config_dict
 
 from . import BUILD, FlowError
-from .generate import manifest, to_verilog
+from .generate import convert, manifest
 from .registry import Unit
 from .tools import liberty as find_liberty
 from .tools import require, versions
@@ -185,7 +185,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     lib = find_liberty(liberty).resolve()
     outdir = Path(outdir or BUILD / "area" / unit.name)
     outdir.mkdir(parents=True, exist_ok=True)
-    text = to_verilog(unit, cfg, factory)
+    text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text) if breakdown else None
     source = outdir / f"{unit.top}.v"
     source.write_text(text)
@@ -203,7 +203,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
                    outdir / "timing.log", "OpenSTA")
     sta_s = time.monotonic() - t0
     timing = parse_sta(sta_out, clock_ns)
-    man = manifest(unit, cfg, text, factory)
+    man = manifest(unit, cfg, text, fields)
     ge_um2 = nand2_area(lib)
     report = {
         "unit": unit.name,

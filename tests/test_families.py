@@ -119,10 +119,10 @@ def test_runner_passes_sizes_simulator_and_manifest(monkeypatch, tmp_path):
     assert man_path.endswith("fpraker_encoder.json")
     from pathlib import Path
 
-    from flows.generate import manifest
+    from flows.generate import manifest, port_fields
     source = Path(man_path).with_suffix(".v")
     man = json.loads(Path(man_path).read_text())
-    assert man == manifest(unit, cfg, source.read_text())
+    assert man == manifest(unit, cfg, source.read_text(), port_fields(unit, cfg))
     assert {p["name"] for p in man["ports"]} >= {"clk", "rst", "sig__0", "sig__1", "terms__tp__1"}
     with pytest.raises(FlowError, match="unknown effort 'huge'"):
         simulate.run_testbench(unit, cfg, effort="huge", build_root=tmp_path)
