@@ -183,7 +183,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         raise FlowError(f"--clock-ns must be positive, got {clock_ns}")
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
-    outdir = Path(outdir or BUILD / "area" / unit.name)
+    outdir = Path(outdir or BUILD / "area" / unit.name).resolve()  # the tools run inside it
     outdir.mkdir(parents=True, exist_ok=True)
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text) if breakdown else None

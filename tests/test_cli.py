@@ -185,3 +185,11 @@ def test_manifest_describes_struct_port_fields(tmp_path, capsys):
     assert f["b"]["fields"]["1"]["fields"]["exp"] == {"offset": 7, "width": 8}
     assert ports["acc__exp"].get("fields") is None and ports["acc__out"]["fields"]["sign"] == \
         {"offset": 15, "width": 1}
+
+
+def test_area_with_a_relative_output_folder(tmp_path, capsys, monkeypatch):
+    """yosys and OpenSTA run inside the output folder: a relative -o must still work."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", "rel/out"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "rel" / "out" / "area.json").exists()
