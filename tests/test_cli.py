@@ -167,6 +167,7 @@ def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     assert "| fpraker.pe |" in out and "| baseline.bf16_pe |" in out
     assert "| N(0,1) |" in out and "| 50% zeros |" in out and "million values/min" in out
     assert (tmp_path / "bench" / "normal_8000.npy").exists()
+    assert "| bfp_gemm 25x1024 . 1024x256, paper mode, mx = my = 4 |" in out
 
 
 def test_manifest_describes_struct_port_fields(tmp_path, capsys):

@@ -190,29 +190,34 @@ def _shift_right(mag, s, cfg, sign, rand):
     Returns ``(q, inexact)``; ``q`` may need one more bit than ``mag >> s`` (a carry).
     """
     s = np.asarray(s, dtype=np.int64)
-    sr = np.clip(s, 0, 62)
-    q = np.where(s > 0, mag >> sr, mag << np.clip(-s, 0, 62))
-    rem = np.where(s > 0, mag & ((np.int64(1) << sr) - 1), 0)
+    if s.size and s.min() >= 0:
+        # right shifts only (quantizers, normalizers of wide sums): no left-shift branch
+        sr = np.minimum(s, 62)
+        q = mag >> sr
+        rem = mag - (q << sr)
+    else:
+        sr = np.clip(s, 0, 62)
+        q = np.where(s > 0, mag >> sr, mag << np.clip(-s, 0, 62))
+        rem = np.where(s > 0, mag - (q << sr), 0)
     inexact = rem != 0
-    half = np.where(s > 0, np.int64(1) << np.clip(s - 1, 0, 62), 0)
     mode = cfg.mode
-    if mode == "rne":
-        up = (rem > half) | ((rem == half) & inexact & ((q & 1) == 1))
-    elif mode == "rna":
-        up = inexact & (rem >= half)
-    elif mode == "rtz":
-        up = np.zeros(q.shape, dtype=bool)
-    elif mode == "rdn":
-        up = inexact & (sign == 1)
-    elif mode == "rup":
-        up = inexact & (sign == 0)
-    elif mode == "rto":
+    if mode == "rtz":
+        return q, inexact
+    if mode == "rto":
         return q | inexact, inexact
-    else:  # sr: the rand_bits below the LSB, plus rand, carry into the LSB
+    if mode == "rdn":
+        return q + (inexact & (sign == 1)), inexact
+    if mode == "rup":
+        return q + (inexact & (sign == 0)), inexact
+    if mode == "sr":  # the rand_bits under the LSB, plus rand, carry into the LSB
         r = cfg.rand_bits
         window = np.where(s >= r, rem >> np.clip(s - r, 0, 62), rem << np.clip(r - s, 0, 62))
-        up = ((window + rand) >> r) != 0
-    return q + up, inexact
+        return q + ((window + rand) >> r), inexact
+    half = np.where(sr > 0, np.int64(1) << np.maximum(sr - 1, 0), 0)
+    if mode == "rna":
+        return q + (inexact & (rem >= half)), inexact
+    # rne
+    return q + ((rem > half) | ((rem == half) & inexact & ((q & 1) == 1))), inexact
 
 
 def round_raw(cfg: RoundConfig, sig, exp, sign=0, rand=0) -> Rounded:
@@ -305,8 +310,12 @@ def _to_int(cfg, fmt, mag, exp, sign, rand, no):
     lsh = exp - cfg.frac
     # a left shift that moves the leading one past the format's width overflows; this also
     # keeps the int64 arithmetic below from overflowing
-    big = (lsh > 0) & (mag != 0) & (bit_length(mag) + lsh > fmt.bits)
-    q, inexact = _shift_right(mag, np.where(big, 0, -lsh), cfg, sign, rand)
+    if lsh.size and lsh.max() > 0:
+        big = (lsh > 0) & (mag != 0) & (bit_length(mag) + lsh > fmt.bits)
+        lsh = np.where(big, 0, lsh)
+    else:
+        big = np.zeros(mag.shape, dtype=bool)
+    q, inexact = _shift_right(mag, -lsh, cfg, sign, rand)
     limit = np.where(sign == 1, -fmt.min, fmt.max) if fmt.signed else np.full(mag.shape, fmt.max)
     over = big | (q > limit)
     q = np.where(over, limit, q)
