@@ -14,10 +14,12 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
+import hdl.common.fpadd
 import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
 from golden.baseline import BaselineConfig
 from golden.fpraker import EncoderConfig, PEConfig
+from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
@@ -139,6 +141,19 @@ def test_baseline_pe_built_for_another_configuration(changes, tb_options):
 def test_rounding_block_built_for_another_configuration(cfg, changes, tb_options):
     failed = _run("common.round", cfg, _built_with(Round, **changes), tb_options)
     assert {"exhaustive_small_inputs", "random_and_boundary_vectors"} <= set(failed), failed
+
+
+def test_fp_adder_without_a_sticky_bit(tb_options, monkeypatch):
+    """The alignment shifter drops the shifted-out bits instead of OR-ing them into the
+    sticky: only near-ties round wrongly."""
+    def plain_right(m, x, amount, name):
+        out = Signal(x.shape(), name=name)
+        m.d.comb += out.eq(x >> amount)
+        return out
+
+    monkeypatch.setattr(hdl.common.fpadd, "jam_right", plain_right)
+    failed = _run("common.fp_add", FPAddConfig(), None, tb_options)
+    assert "random_and_corner_sums" in failed, failed
 
 
 def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):

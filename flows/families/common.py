@@ -1,10 +1,13 @@
-"""Shared building blocks that are registry units of their own: the rounding block.
+"""Shared building blocks that are registry units of their own: the rounding block and the
+floating-point adder.
 
 ``common.round`` (:class:`hdl.common.rounding.Round`, golden twin
 :func:`golden.common.rounding.round_raw`) is regressed at its default (an FP32 significand
 rounded to bfloat16 with RNE) and at configurations that sweep every rounding mode, float and
 integer targets, two's complement and normalized inputs, the three exponent ranges, and the
-accumulator normalizer and read-out the PEs instantiate.
+accumulator normalizer and read-out the PEs instantiate.  ``common.fp_add``
+(:class:`hdl.common.fpadd.FPAdder`, golden :func:`golden.common.fp32.fp_add_bits`) is the FP32
+adder of the accumulators, regressed in FP32 and in three narrower formats.
 """
 
 from ..registry import Unit
@@ -44,6 +47,13 @@ UNITS = (
          ),
          test_sizes={"quick": 300, "standard": 3000, "full": 30000},
          synth_overrides={}),
+    Unit(name="common.fp_add",
+         summary="Floating-point adder (RNE, DAZ/FTZ): the FP32 accumulators' adder",
+         config="golden.common.fp32:FPAddConfig", component="hdl.common.fpadd:FPAdder",
+         testbench="tb.common.fp_add", preset="common",
+         extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"}),
+         test_sizes={"quick": 500, "standard": 5000, "full": 100000},
+         synth_overrides={"fmt": "bf16"}),
 )
 
 __all__ = ["UNITS"]
