@@ -68,6 +68,22 @@ def _check_m(m) -> int:
     return int(m)
 
 
+def _check_q(q, m: int) -> np.ndarray:
+    q = np.asarray(q)
+    if q.dtype.kind not in "iu" or ((q < 0) | (q >= (1 << m))).any():
+        raise FastInputError("q", q.tolist() if q.size <= 16 else f"array {q.shape}",
+                             f"integer magnitudes in 0..{(1 << m) - 1} for m = {m}")
+    return q.astype(np.int64)
+
+
+def _check_es(Es) -> np.ndarray:
+    Es = np.asarray(Es)
+    if Es.dtype.kind not in "iu" or ((Es < 0) | (Es > 254)).any():
+        raise FastInputError("Es", Es.tolist() if Es.size <= 16 else f"array {Es.shape}",
+                             "biased shared exponents in 0..254")
+    return Es.astype(np.int64)
+
+
 def _check_fmac_width(name: str, m) -> int:
     if isinstance(m, bool) or m not in FMAC_WIDTHS:
         raise FastInputError(name, m, "an fMAC operand width, one of 2, 4, 6, 8")
@@ -85,19 +101,20 @@ def _quant_config(m: int, rounding: str) -> RoundConfig:
                        rand_bits=SR_BITS, overflow="saturate")
 
 
-def _fp32_bits(x, where: str) -> np.ndarray:
-    a = np.asarray(x)
-    if a.dtype.kind == "u" and a.dtype.itemsize == 4:
-        return a.astype(np.uint32)
-    return np.asarray(a, dtype=np.float32).view(np.uint32)
+def _fp32_bits(x) -> np.ndarray:
+    """FP32 bit patterns of values converted with ``np.float32`` (a float32 array's bits,
+    NaN payloads included, pass unchanged; feed bit patterns as ``bits.view(np.float32)``).
+    A value beyond FP32's range becomes Inf here and is rejected by the quantizer."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=np.float32).view(np.uint32)
 
 
 def bfp_quantize_groups(x, m: int = 4, rounding: str = "trunc", rand=None, exp_floor=0):
     """Quantize groups (rows of ``x``, shape ``(n, g)``) into BFP; vectorized over rows.
 
-    ``x`` holds FP32 values (any float array, converted with ``np.float32``) or FP32 bit
-    patterns (a ``uint32`` array).  ``rand`` (mode ``"sr"``) has the shape of ``x`` with 8-bit
-    values; ``exp_floor`` is a scalar or one value per row (bounded-exponent mode, §2.8).
+    ``x`` holds FP32 values (converted with ``np.float32``; pass bit patterns as
+    ``bits.view(np.float32)``).  ``rand`` (mode ``"sr"``) has the shape of ``x`` with 8-bit
+    integers; ``exp_floor`` is a scalar or one value per row (bounded-exponent mode, §2.8).
 
     Returns
     -------
@@ -113,15 +130,16 @@ def bfp_quantize_groups(x, m: int = 4, rounding: str = "trunc", rand=None, exp_f
     m = _check_m(m)
     if rounding not in ROUNDINGS:
         raise FastInputError("rounding", rounding, "one of " + ", ".join(ROUNDINGS))
-    bits = _fp32_bits(x, "x").astype(np.int64)
+    bits = _fp32_bits(x).astype(np.int64)
     if bits.ndim != 2:
         raise FastInputError("x", f"shape {bits.shape}", "a 2-D (groups, g) array")
     s, e, frac = (bits >> 31) & 1, (bits >> 23) & 0xFF, bits & 0x7FFFFF
     bad = e == 255
     if bad.any():
         row, col = (int(v[0]) for v in np.nonzero(bad))
-        raise FastInputError(f"x[{row}][{col}]", float(bits[row, col].astype(np.uint32).view(
-            np.float32)), "a finite FP32 value (Inf and NaN are unsupported, spec §2.7)")
+        where = f"x[{col}]" if bits.shape[0] == 1 else f"x[{row}][{col}]"
+        raise FastInputError(where, float(bits[row, col].astype(np.uint32).view(np.float32)),
+                             "a finite FP32 value (Inf and NaN are unsupported, spec §2.7)")
     floor = np.asarray(exp_floor)
     if floor.dtype.kind not in "iu" or ((floor < 0) | (floor > 254)).any():
         raise FastInputError("exp_floor", exp_floor, "integers in 0..254")
@@ -131,7 +149,10 @@ def bfp_quantize_groups(x, m: int = 4, rounding: str = "trunc", rand=None, exp_f
     if rounding == "sr":
         if rand is None:
             raise FastInputError("rand", None, "one 8-bit random value per element for 'sr'")
-        rand = np.asarray(rand, dtype=np.int64)
+        rand = np.asarray(rand)
+        if rand.dtype.kind not in "iu":
+            raise FastInputError("rand", f"dtype {rand.dtype}", "integers 0..255")
+        rand = rand.astype(np.int64)
         if rand.shape != bits.shape or ((rand < 0) | (rand > 255)).any():
             raise FastInputError("rand", f"shape {rand.shape}", f"shape {bits.shape}, 0..255")
     else:
@@ -155,14 +176,14 @@ def bfp_quantize(x, m: int = 4, rounding: str = "trunc", rand=None, exp_floor: i
     signs, q : ndarray of int64, length 16
         Sign bits and ``m``-bit magnitudes.
     """
-    bits = _fp32_bits(x, "x").reshape(-1)
+    bits = _fp32_bits(x).reshape(-1)
     if bits.size > G:
         raise FastInputError("x", f"{bits.size} values", f"a group of at most {G}")
     padded = np.zeros((1, G), dtype=np.uint32)
     padded[0, :bits.size] = bits
     if rand is not None:
-        rand = np.asarray(rand, dtype=np.int64).reshape(1, -1)
-    Es, s, q = bfp_quantize_groups(padded, m, rounding, rand, exp_floor)
+        rand = np.asarray(rand).reshape(1, -1)
+    Es, s, q = bfp_quantize_groups(padded.view(np.float32), m, rounding, rand, exp_floor)
     return int(Es[0]), s[0], q[0]
 
 
@@ -175,8 +196,8 @@ def dequant(Es, signs, q, m: int):
     """Element values ``(-1)**s * q * 2**(Es - 127 - (m - 1))`` as ``np.float32``, exact, with
     values below the FP32 normal range flushed to zero (FTZ, §2.4)."""
     m = _check_m(m)
-    q = np.asarray(q, dtype=np.int64)
-    Es = np.asarray(Es, dtype=np.int64)
+    q = _check_q(q, m)
+    Es = _check_es(Es)
     if Es.ndim < q.ndim:
         Es = Es.reshape(Es.shape + (1,) * (q.ndim - Es.ndim))
     cfg = RoundConfig(fmt="fp32", in_width=23, frac=0, exp_width=12, mode="rne")
@@ -190,7 +211,7 @@ def chunks(Es, signs, q, m: int):
     ``sum_c mags_c * 2**(Es - 2c - 128) == q * 2**(Es - 127 - (m - 1))``."""
     m = _check_fmac_width("m", m)
     k = m // 2
-    q = np.asarray(q, dtype=np.int64)
+    q = _check_q(q, m)
     return [(np.asarray(Es) - 2 * c, signs, (q >> (2 * (k - 1 - c))) & 3) for c in range(k)]
 
 
@@ -254,8 +275,8 @@ def fmac_group(acc, x, mx: int, y, my: int, mode: str = "paper"):
             for yc in chunks(*y, my):
                 acc = fmac_round(acc, xc, yc)
         return acc
-    _check_fmac_width("mx", mx), _check_fmac_width("my", my)
-    P = int(np.sum(_signed(x[1], x[2]) * _signed(y[1], y[2])))
+    qx, qy = _check_q(x[2], _check_fmac_width("mx", mx)), _check_q(y[2], _check_fmac_width("my", my))
+    P = int(np.sum(_signed(x[1], qx) * _signed(y[1], qy)))
     # sum qx*qy * 2**(Esx - 127 - (mx-1)) * 2**(Esy - 127 - (my-1)) = P * 2**((Ex'-128)+(Ey'-128))
     return fp32_add(acc, fp_gen(P, int(x[0]) - (mx - 2), int(y[0]) - (my - 2)))
 
@@ -323,6 +344,8 @@ def rel_improvement(Es, q4) -> float:
     ``sum (q4 & 3) * 2**(Es-130) / sum (q4 >> 2) * 2**(Es-128)`` in float64; a zero denominator
     gives 0 when the numerator is 0, else +inf (§6.2 [choice])."""
     Es = np.asarray(Es, dtype=np.float64).reshape(-1)
+    if Es.size == 0:
+        return 0.0
     q4 = np.asarray(q4, dtype=np.int64).reshape(Es.size, -1)
     num = float(np.sum((q4 & 3).sum(axis=1) * np.exp2(Es - 130)))
     den = float(np.sum((q4 >> 2).sum(axis=1) * np.exp2(Es - 128)))
@@ -364,11 +387,12 @@ def quantize_rows(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = 
     """Quantize each row of ``X`` (shape (rows, K)) in groups of 16 along K, padded with +0.0.
 
     Groups are converted in row-major order (row by row, groups along K within a row); with
-    ``"sr"`` each conversion takes one :meth:`LaneRNG.draw` in that order.  ``m = 2`` under SR
-    is the hardware's SR to 4 bits with the low chunk discarded (A4); otherwise groups are
-    quantized to ``m`` bits directly (for truncation the two agree, T2).
+    ``"sr"`` each conversion takes one :meth:`LaneRNG.draw` in that order.  ``m = 2`` is what
+    the hardware converter makes: 4 bits, the low chunk discarded (for truncation this equals
+    direct 2-bit quantization, T2; under SR it is A4's biased variant; under RNE it differs from
+    direct 2-bit RNE, T3).
     """
-    bits = _fp32_bits(X, "X")
+    bits = _fp32_bits(X)
     if bits.ndim != 2:
         raise FastInputError("X", f"shape {bits.shape}", "a 2-D matrix")
     rows, K = bits.shape
@@ -376,12 +400,12 @@ def quantize_rows(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = 
     padded = np.zeros((rows, ng * G), dtype=np.uint32)
     padded[:, :K] = bits
     groups = padded.reshape(rows * ng, G)
-    qm = 4 if rounding == "sr" and m == 2 else m
+    qm = 4 if m == 2 else m
     rand = None
     if rounding == "sr":
         rng = rng or LaneRNG()
         rand = rng.draws(rows * ng)
-    Es, s, q = bfp_quantize_groups(groups, qm, rounding, rand, exp_floor)
+    Es, s, q = bfp_quantize_groups(groups.view(np.float32), qm, rounding, rand, exp_floor)
     if qm != m:
         q = q >> 2
     return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, G), q.reshape(rows, ng, G), m)
@@ -393,12 +417,16 @@ def _tile_groups(dataflow: str, array) -> int | None:
     stationary); None without an array (one tile)."""
     if dataflow not in DATAFLOWS:
         raise FastInputError("dataflow", dataflow, "one of " + ", ".join(DATAFLOWS))
-    if array is None or dataflow == "wgrad":
+    if array is None:
         return None
-    rows, cols = array
-    if not (isinstance(rows, int) and isinstance(cols, int) and rows >= 1 and cols >= 1):
-        raise FastInputError("array", array, "(rows, cols), both at least 1")
-    return cols if dataflow == "fwd" else rows
+    try:
+        rows, cols = (int(v) for v in array)
+        ok = all(float(v) == int(v) for v in array) and rows >= 1 and cols >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise FastInputError("array", array, "(rows, cols), integers of at least 1")
+    return None if dataflow == "wgrad" else cols if dataflow == "fwd" else rows
 
 
 def _int_matmul(a, b):
@@ -451,30 +479,40 @@ def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: st
     return out
 
 
+#: per dataflow, the operands' default rounding (A14: SR for data gradients, ∇O, only)
+DEFAULT_ROUNDING = {"fwd": ("trunc", "trunc"), "bwd_data": ("sr", "trunc"),
+                    "wgrad": ("trunc", "sr")}
+
+
 def bfp_gemm(X, Y, mx: int, my: int, dataflow: str = "fwd", mode: str = "paper", array=None,
-             x_rounding: str = "trunc", y_rounding: str = "trunc", rng: LaneRNG | None = None,
-             exp_floor: int = 0) -> np.ndarray:
+             x_rounding: str | None = None, y_rounding: str | None = None,
+             rng: LaneRNG | None = None, x_exp_floor=0, y_exp_floor=0) -> np.ndarray:
     """``C = X · Y`` on FAST's BFP datapath (§5.3): FP32 bits (uint32, shape (M, N)).
 
-    ``X`` (M×K) and ``Y`` (K×N) are FP32 (values or ``uint32`` bit patterns).  Both are grouped in
-    16s along K (padded with +0.0), X's groups along its rows and Y's along its columns, and
-    quantized to ``mx`` / ``my`` bits (``x_rounding``/``y_rounding``: ``"trunc"`` for weights and
-    activations, ``"sr"`` for gradients, drawing from ``rng`` — X's groups first, then Y's,
-    each in row-major order of its group grid).  ``dataflow`` selects the array mapping, which
+    ``X`` (M×K) and ``Y`` (K×N) are FP32 values (converted with ``np.float32``).  Both are
+    grouped in 16s along K (padded with +0.0), X's groups along its rows and Y's along its
+    columns, and quantized to ``mx`` / ``my`` bits (:func:`quantize_rows`) with
+    ``x_rounding``/``y_rounding`` — by default truncation for weights and activations and SR for
+    the data gradient ∇O (X in BWD-DATA, Y in WGRAD; :data:`DEFAULT_ROUNDING`) — drawing from
+    ``rng`` (X's groups first, then Y's, each in row-major order of its group grid) and clamped
+    by ``x_exp_floor``/``y_exp_floor``.  ``dataflow`` selects the array mapping, which
     decides how the reduction is cut into tiles when ``array = (rows, cols)`` is given (FWD:
     ``cols`` groups per tile, BWD-DATA: ``rows``, WGRAD: one tile).  ``mode`` is the fMAC's
     round combination.  Bit-exact with the fMAC array.
     """
-    X = _fp32_bits(X, "X")
-    Y = _fp32_bits(Y, "Y")
+    X = _fp32_bits(X)
+    Y = _fp32_bits(Y)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[0]:
         raise FastInputError("shapes", (X.shape, Y.shape), "(M, K) and (K, N)")
     _check_fmac_width("mx", mx), _check_fmac_width("my", my)
     _tile_groups(dataflow, array)
+    x_rounding = x_rounding or DEFAULT_ROUNDING[dataflow][0]
+    y_rounding = y_rounding or DEFAULT_ROUNDING[dataflow][1]
     if "sr" in (x_rounding, y_rounding):
         rng = rng or LaneRNG()
-    xq = quantize_rows(X, mx, x_rounding, rng, exp_floor)
-    yq = quantize_rows(np.ascontiguousarray(Y.T), my, y_rounding, rng, exp_floor)
+    xq = quantize_rows(X.view(np.float32), mx, x_rounding, rng, x_exp_floor)
+    yq = quantize_rows(np.ascontiguousarray(Y.T).view(np.float32), my, y_rounding, rng,
+                       y_exp_floor)
     return gemm_quantized(xq, yq, dataflow, mode, array)
 
 
@@ -483,5 +521,5 @@ __all__ = [
     "FastInputError", "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",
-    "bfp_gemm", "fp32_add",
+    "DEFAULT_ROUNDING", "bfp_gemm", "fp32_add",
 ]

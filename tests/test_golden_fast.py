@@ -110,6 +110,54 @@ def test_t11_t14_fmac():
     assert fmac_group(0, X4, 4, X4, 4, mode="exact") == np.float32(56.25)
 
 
+def test_paper_mode_round_order_and_exact_mode_differ_where_rounding_shows():
+    """Hand-worked (RNE at 2**22, ulp 0.5): x = q4 [13, 13], y = q4 [14, 4], Es 127, acc 2**22.
+    Rounds with x's chunks outer, MS first: +3.0, +0.375 (-> ...307.5), +0.25 (tie -> 308.0),
+    +0.03125 -> 4194308.0.  With y's chunks outer: +3.0, +0.25 (tie -> 307.0), +0.375 (-> 307.5),
+    +0.03125 -> 4194307.5.  Exact mode, acc 2**24 (ulp 2), x = y = [15]: one add of
+    225 * 2**-6 = 3.515625 -> 16777220; paper mode adds 2.25, 0.5625, 0.5625, 0.140625 one at
+    a time, each rounding back to 16777218."""
+    z = [0] * 14
+    x = (127, np.zeros(16, int), np.array([13, 13] + z))
+    y = (127, np.zeros(16, int), np.array([14, 4] + z))
+    assert fmac_group(np.float32(2 ** 22), x, 4, y, 4) == np.float32(4194308.0)
+    assert fmac_group(np.float32(2 ** 22), y, 4, x, 4) == np.float32(4194307.5)
+    w = (127, np.zeros(16, int), np.array([15] + z + [0]))
+    assert fmac_group(np.float32(2 ** 24), w, 4, w, 4) == np.float32(16777218.0)
+    assert fmac_group(np.float32(2 ** 24), w, 4, w, 4, "exact") == np.float32(16777220.0)
+    # the vectorized GEMM keeps the same order (X outer)
+    X = np.zeros((1, 16), np.float32)
+    X[0, :2] = [13 / 8 * 2, 13 / 8 * 2]                # q4 = 13 at Es = 128
+    Y = np.zeros((16, 1), np.float32)
+    Y[:2, 0] = [14 / 8 * 2, 4 / 8 * 2]                 # q4 = 14, 4 at Es = 128
+    xq, yq = quantize_rows(X, 4), quantize_rows(Y.T.copy(), 4)
+    assert xq.q[0, 0, :2].tolist() == [13, 13] and yq.q[0, 0, :2].tolist() == [14, 4]
+    got = gemm_quantized(xq, yq).view(np.float32)[0, 0]
+    assert got == fmac_group(0, (128, xq.signs[0, 0], xq.q[0, 0]), 4,
+                             (128, yq.signs[0, 0], yq.q[0, 0]), 4)
+
+
+def test_lfsr_known_values():
+    """lfsr16_step(0xACE1) = 0x5670 (the textbook x^16+x^14+x^13+x^11+1 Fibonacci LFSR), and
+    spec T8's figure: 4096 conversions of 0.15625 average 1.2581 with the default seeds."""
+    assert lfsr16_step(0xACE1) == 0x5670
+    x = np.zeros((4096, 16), dtype=np.float32)
+    x[:, 0], x[:, 1] = 1.0, 0.15625
+    _, _, q = bfp_quantize_groups(x, 4, "sr", LaneRNG().draws(4096))
+    assert round(float(q[:, 1].mean()), 4) == 1.2581
+
+
+def test_gemm_signed_zeros():
+    """A product of -0.0 rows is +0.0 (the accumulator starts at +0, P = 0 rounds add +0);
+    a result below 2**-126 flushes to -0.0 inside the tile, and the external +0 + (-0) = +0."""
+    X = np.full((1, 16), -0.0, np.float32)
+    Y = np.full((16, 1), 1.0, np.float32)
+    assert bfp_gemm(X, Y, 4, 4)[0, 0] == 0
+    X = np.full((1, 16), np.float32(-2.0 ** -70), np.float32)
+    Y = np.full((16, 1), np.float32(2.0 ** -70), np.float32)
+    assert bfp_gemm(X, Y, 2, 2)[0, 0] == 0           # -16 * 2**-140 flushed, then +0 + -0
+
+
 def test_t15_fp_generator_corners():
     assert fp_gen(1, 60, 60).view(np.uint32) == 0                       # FTZ, +0
     assert fp_gen(-3, 60, 70) == np.float32(-3 * 2.0 ** -126)
@@ -180,7 +228,8 @@ def random_groups(rnd: random.Random, n: int):
                 v = f32(b if (b >> 23) & 0xFF != 255 else b & 0xBFFFFFFF)
             g.append(np.float32(v).view(np.uint32))
         groups.append(g)
-    return np.array(groups, dtype=np.uint32)
+    # FP32 values whose bit patterns are the ones drawn
+    return np.array(groups, dtype=np.uint32).view(np.float32)
 
 
 @pytest.mark.parametrize("rounding", ["trunc", "sr", "rne"])
@@ -192,7 +241,7 @@ def test_quantizer_matches_the_scalar_spec(m, rounding):
     floors = np.array([rnd.choice([0, 0, 0, rnd.randrange(255)]) for _ in groups])
     Es, s, q = bfp_quantize_groups(groups, m, rounding, rand if rounding == "sr" else None,
                                    floors)
-    for k, g in enumerate(groups):
+    for k, g in enumerate(groups.view(np.uint32)):
         ref = ref_quantize([int(b) for b in g], m, rounding, rand[k].tolist(), int(floors[k]))
         assert (int(Es[k]), s[k].tolist(), q[k].tolist()) == ref, (m, rounding, g)
 
@@ -204,7 +253,7 @@ def test_t19_error_bounds(m):
     rand = np.array([[rnd.randrange(256) for _ in range(16)] for _ in groups])
     for rounding in ("trunc", "sr", "rne"):
         Es, s, q = bfp_quantize_groups(groups, m, rounding, rand if rounding == "sr" else None)
-        for k, g in enumerate(groups):
+        for k, g in enumerate(groups.view(np.uint32)):
             ulp = Fraction(2) ** (int(Es[k]) - 127 - m + 1)
             for j, b in enumerate(g):
                 e = (int(b) >> 23) & 0xFF
@@ -241,7 +290,9 @@ def test_dequant_ftz_and_exactness():
 
 
 @pytest.mark.parametrize("bad, needle", [
-    (dict(x=[1.0, np.inf]), r"x\[0\]\[1\]"), (dict(x=[np.nan]), "finite"),
+    (dict(x=[1.0, np.inf]), r"x\[1\] = inf"), (dict(x=[np.nan]), "finite"),
+    (dict(x=[1e39]), "finite"),                       # overflows to Inf in the float32 cast
+    (dict(x=[1.0], rounding="sr", rand=[191.9] * 16), "rand"),
     (dict(x=[1.0], m=0), "m = 0"), (dict(x=[1.0], m=24), "1..23"),
     (dict(x=[1.0], rounding="floor"), "rounding"), (dict(x=[1.0], rounding="sr"), "rand"),
     (dict(x=[1.0], rounding="sr", rand=[300] * 16), "rand"),
@@ -250,6 +301,15 @@ def test_dequant_ftz_and_exactness():
 def test_bad_quantizer_inputs(bad, needle):
     with pytest.raises(ConfigError, match=needle):
         bfp_quantize(**bad)
+
+
+def test_values_not_bit_patterns():
+    """Integer inputs are values (converted with np.float32), whatever their dtype."""
+    for dtype in (np.uint32, np.int32, np.int64):
+        Es, _, q = bfp_quantize(np.array([3, 1], dtype=dtype))
+        assert Es == 128 and q[:2].tolist() == [12, 4]
+    assert bfp_gemm(np.ones((1, 16), np.uint32), np.ones((16, 1), np.uint32), 4, 4)[0, 0] == \
+        np.float32(16).view(np.uint32)
 
 
 def test_bad_fmac_and_schedule_inputs():
@@ -261,6 +321,16 @@ def test_bad_fmac_and_schedule_inputs():
         bfp_gemm(np.ones((1, 16)), np.ones((16, 1)), 2, 2, dataflow="sideways")
     with pytest.raises(ValueError, match="array"):
         bfp_gemm(np.ones((1, 16)), np.ones((16, 1)), 2, 2, array=(0, 4))
+    with pytest.raises(ValueError, match="array"):
+        bfp_gemm(np.ones((1, 16)), np.ones((16, 1)), 2, 2, "wgrad", array=(4, 0))
+    assert bfp_gemm(np.ones((1, 16)), np.ones((16, 1)), 2, 2, array=(np.int64(2), 2)).size == 1
+    with pytest.raises(ValueError, match="0..3 for m = 2"):
+        fmac_group(0, (127, [0] * 16, [15] * 16), 2, (127, [0] * 16, [1] * 16), 2)
+    with pytest.raises(ValueError, match="0..15 for m = 4"):
+        chunks(127, [0] * 16, [16] * 16, 4)
+    with pytest.raises(ValueError, match="Es"):
+        dequant(255, [0], [1], 4)
+    assert rel_improvement([], []) == 0.0
     with pytest.raises(ValueError, match="l = 0"):
         epsilon(0, 1, 20, 100)
 
@@ -376,7 +446,7 @@ def test_vectorized_gemm_equals_the_scalar_fmac(dataflow, array, mx, my):
     for mode in ("paper", "exact"):
         got = gemm_quantized(xq, yq, dataflow, mode, array)
         assert (got == _scalar_gemm(xq, yq, tile, mode)).all(), (dataflow, mode)
-    assert (bfp_gemm(X, Y, mx, my, dataflow, "paper", array) ==
+    assert (bfp_gemm(X, Y, mx, my, dataflow, "paper", array, "trunc", "trunc") ==
             gemm_quantized(xq, yq, dataflow, "paper", array)).all()
 
 
@@ -400,7 +470,9 @@ def test_gemm_with_stochastic_gradients_draws_in_group_order():
     rng = np.random.default_rng(9)
     G_ = rng.standard_normal((2, 40)).astype(np.float32)
     W = rng.standard_normal((40, 3)).astype(np.float32)
-    a = bfp_gemm(G_, W, 4, 4, "bwd_data", x_rounding="sr", rng=LaneRNG())
+    a = bfp_gemm(G_, W, 4, 4, "bwd_data", rng=LaneRNG())          # ∇O: SR by default (A14)
+    assert (a == bfp_gemm(G_, W, 4, 4, "bwd_data", x_rounding="sr", rng=LaneRNG())).all()
+    assert (a != bfp_gemm(G_, W, 4, 4, "bwd_data", x_rounding="trunc")).any()
     xq = quantize_rows(G_, 4, "sr", LaneRNG())      # the same draws, X's groups row-major
     assert (a == gemm_quantized(xq, quantize_rows(W.T.copy(), 4), "bwd_data")).all()
     b = bfp_gemm(G_, W, 4, 4, "bwd_data", x_rounding="sr", rng=LaneRNG(seeds=range(1, 17)))
