@@ -65,7 +65,9 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
         "opt_clean -purge",
         f"tee -q -o {mapped_json} stat -json -liberty {lib}",
         f"stat -liberty {lib}",
-        f"write_verilog -noattr -noexpr {netlist}",
+        # output bits tied to each other or to constants: single-bit assigns, not the
+        # concatenations OpenSTA's Verilog reader rejects
+        f"write_verilog -noattr -noexpr -simple-lhs {netlist}",
         "",
     ])
 

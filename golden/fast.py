@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ConfigError
+from . import ConfigError, check_int
 from .common.fp32 import fp32_add, fp32_add_bits
 from .common.rounding import RoundConfig, round_raw
 
@@ -50,6 +50,7 @@ FMAC_MODES = ("paper", "exact")
 #: LFSR lanes of the converter and their seeds (§3 [choice])
 LANES = 16
 LANE_SEEDS = tuple((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(LANES))
+assert all(LANE_SEEDS) and all((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(64))
 #: period of the 16-bit maximal-length LFSR
 PERIOD = (1 << 16) - 1
 
@@ -304,19 +305,28 @@ def _lfsr_cycle():
     return seq, pos
 
 
+def lane_seeds(lanes: int = LANES) -> tuple:
+    """The converter's lane seeds ``(0xACE1 ^ 0x1F35 * i) & 0xFFFF`` (§3 [choice]), all non-zero
+    for up to 64 lanes."""
+    return tuple((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(lanes))
+
+
 class LaneRNG:
     """The converter's per-lane LFSRs: one draw steps every lane 8 times and returns the 8
     freshly generated bits of each, ``R = s >> 8`` (§3).  The hardware steps only on
     conversions with ``is_grad = 1``; each :meth:`draw` is one such conversion.
 
-    The lanes are followed by their position on the LFSR's cycle (built once from
-    :func:`lfsr16_step`), so :meth:`draws` produces many conversions' values at NumPy speed.
+    ``lanes`` defaults to the paper's 16 (a converter for other group sizes has one LFSR per
+    lane, seeded by :func:`lane_seeds`).  The lanes are followed by their position on the
+    LFSR's cycle (built once from :func:`lfsr16_step`), so :meth:`draws` produces many
+    conversions' values at NumPy speed.
     """
 
-    def __init__(self, seeds=None):
-        seeds = LANE_SEEDS if seeds is None else tuple(int(s) for s in seeds)
-        if len(seeds) != LANES or not all(0 < s <= 0xFFFF for s in seeds):
-            raise FastInputError("seeds", seeds, f"{LANES} non-zero 16-bit values")
+    def __init__(self, seeds=None, lanes: int = LANES):
+        seeds = lane_seeds(lanes) if seeds is None else tuple(int(s) for s in seeds)
+        if len(seeds) != lanes or not all(0 < s <= 0xFFFF for s in seeds):
+            raise FastInputError("seeds", seeds, f"{lanes} non-zero 16-bit values")
+        self.lanes = lanes
         self._pos = _lfsr_cycle()[1][np.array(seeds)]
 
     @property
@@ -329,11 +339,76 @@ class LaneRNG:
         return self.draws(1)[0]
 
     def draws(self, n: int) -> np.ndarray:
-        """``n`` conversions' random bytes, an ``(n, 16)`` uint8 array (row ``t`` = draw ``t``)."""
+        """``n`` conversions' random bytes, an ``(n, lanes)`` uint8 array (row ``t`` = draw
+        ``t``)."""
         steps = SR_BITS * np.arange(1, n + 1, dtype=np.int64)[:, None]
         states = _lfsr_cycle()[0][(self._pos[None, :] + steps) % PERIOD]
         self._pos = (self._pos + SR_BITS * n) % PERIOD
         return (states >> 8).astype(np.uint8)
+
+
+# ----------------------------------------------------------------------------------------------
+# the converter as a unit (§3)
+
+@dataclass(frozen=True)
+class ConverterConfig:
+    """Configuration of the FP32 → BFP converter (registry unit ``fast.converter``, spec §3)."""
+
+    #: values per group = converter lanes, each with its own LFSR (paper: 16)
+    group: int = 16
+    #: output magnitude bits, even (stored as 2-bit chunks; the paper's converter makes 4)
+    m: int = 4
+
+    def __post_init__(self):
+        check_int(self, "group", 1, 64)
+        check_int(self, "m", 2, 8)
+        if self.m % 2:
+            raise ConfigError(type(self).__name__, "m", self.m, "an even width (2-bit chunks)")
+
+    @property
+    def chunks(self) -> int:
+        return self.m // 2
+
+
+@dataclass(frozen=True)
+class Converted:
+    """One converted group as the converter emits it (§3 ports)."""
+
+    Es: int
+    signs: tuple
+    q: tuple
+    #: chunk exponents ``Es - 2c``, most significant chunk first
+    chunk_exp: tuple
+    #: improvement partial sums (§6.2): sum of the low chunks, sum of the rest (``q >> 2``)
+    num: int
+    den: int
+
+
+def convert_groups(cfg: ConverterConfig, x, is_grad, rand=None, exp_floor=0,
+                   rng: LaneRNG | None = None) -> list:
+    """The converter's outputs for a sequence of groups (rows of ``x``, ``(n, group)``).
+
+    Per group: truncation when ``is_grad[t]`` is 0, else stochastic rounding with the random
+    bytes ``rand[t]`` when given (the injection port; ``rand`` may hold None rows), otherwise
+    with the next :meth:`LaneRNG.draw` of ``rng`` (the built-in LFSR bank, which advances only
+    on those groups).  ``exp_floor``: scalar or per group.
+    """
+    x = np.asarray(x, dtype=np.float32).reshape(-1, cfg.group)
+    n = x.shape[0]
+    grad = np.broadcast_to(np.asarray(is_grad, dtype=bool), (n,))
+    rng = rng or LaneRNG(lanes=cfg.group)
+    R = np.zeros((n, cfg.group), dtype=np.int64)
+    for t in range(n):
+        if grad[t]:
+            inj = None if rand is None else rand[t]
+            R[t] = rng.draw() if inj is None else np.asarray(inj)
+    # trunc == SR with zero noise: the hardware adds 0 for weights and activations
+    Es, s, q = bfp_quantize_groups(x, cfg.m, "sr", R,
+                                   np.broadcast_to(np.asarray(exp_floor), (n,)))
+    return [Converted(int(Es[t]), tuple(int(v) for v in s[t]), tuple(int(v) for v in q[t]),
+                      tuple(int(Es[t]) - 2 * c for c in range(cfg.chunks)),
+                      int((q[t] & 3).sum()), int((q[t] >> 2).sum()))
+            for t in range(n)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -518,7 +593,8 @@ def bfp_gemm(X, Y, mx: int, my: int, dataflow: str = "fwd", mode: str = "paper",
 
 __all__ = [
     "G", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
-    "FastInputError", "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
+    "FastInputError", "lane_seeds", "ConverterConfig", "Converted", "convert_groups",
+    "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",
     "DEFAULT_ROUNDING", "bfp_gemm", "fp32_add",

@@ -10,17 +10,19 @@ nothing.
 import dataclasses
 
 import pytest
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.common.fpadd
+import hdl.fast.converter
 import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
 from golden.baseline import BaselineConfig
 from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
+from golden.fast import ConverterConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.common.rounding import Round
@@ -154,6 +156,28 @@ def test_fp_adder_without_a_sticky_bit(tb_options, monkeypatch):
     monkeypatch.setattr(hdl.common.fpadd, "jam_right", plain_right)
     failed = _run("common.fp_add", FPAddConfig(), None, tb_options)
     assert "random_and_corner_sums" in failed, failed
+
+
+def test_fast_converter_with_other_lfsr_seeds(tb_options, monkeypatch):
+    monkeypatch.setattr(hdl.fast.converter, "lane_seeds",
+                        lambda lanes: tuple(0x1F35 + i for i in range(lanes)))
+    failed = _run("fast.converter", ConverterConfig(), None, tb_options)
+    assert {"random_groups", "lfsr_draws_over_a_thousand_conversions"} <= set(failed), failed
+
+
+def test_fast_converter_with_another_lfsr_polynomial(tb_options, monkeypatch):
+    """x^16 + x^15 + x^13 + x^4 + 1, also maximal: same period, other sequence."""
+    def other_taps(m, state, name):
+        s = state
+        for k in range(8):
+            nxt = Signal(16, name=f"{name}_s{k + 1}")
+            m.d.comb += nxt.eq(Cat(s[1:], s[0] ^ s[1] ^ s[3] ^ s[12]))
+            s = nxt
+        return s
+
+    monkeypatch.setattr(hdl.fast.converter, "_lfsr_step8", other_taps)
+    failed = _run("fast.converter", ConverterConfig(), None, tb_options)
+    assert "lfsr_draws_over_a_thousand_conversions" in failed, failed
 
 
 def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):

@@ -1,13 +1,14 @@
 """FAST (``seed-fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
 and the BFP GEMM.
 
-The golden model (:mod:`golden.fast`) is in place; this file declares its benchmarks.  The
-converter, fMAC, fMAC array and the Table IV MAC baselines are declared here as they are built.
+Declares the converter unit and the golden model's benchmarks; the fMAC, the fMAC array and
+the Table IV MAC baselines are declared here as they are built.
 """
 
 import time
 
 from ..bench import Bench
+from ..registry import Unit
 
 ORDER = 40
 
@@ -63,9 +64,20 @@ def fast_table(scale: int = 1, seed: int = 0) -> str:
             f"| bfp_gemm {M}x{K} . {K}x{N}, paper mode, mx = my = 4 | {r['gemm_s']:.2f} s |")
 
 
+UNITS = (
+    Unit(name="fast.converter",
+         summary="FAST FP32 -> BFP converter: 16 lanes, LFSR stochastic rounding, 3 stages",
+         config="golden.fast:ConverterConfig", component="hdl.fast:Converter",
+         testbench="tb.fast.converter", preset="fast-paper",
+         extra_configs=({"m": 2}, {"group": 5, "m": 6}),
+         test_sizes={"quick": 300, "standard": 3000, "full": 20000},
+         synth_overrides={"group": 4},
+         paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
+)
+
 BENCHES = (
     Bench(name="fast", summary="FAST golden model: quantizer throughput and BFP GEMM time",
           run=fast_table),
 )
 
-__all__ = ["BENCHES", "bench_fast", "fast_table"]
+__all__ = ["UNITS", "BENCHES", "bench_fast", "fast_table"]
