@@ -412,6 +412,37 @@ def convert_groups(cfg: ConverterConfig, x, is_grad, rand=None, exp_floor=0,
 
 
 # ----------------------------------------------------------------------------------------------
+# the fMAC as a unit (§4)
+
+@dataclass(frozen=True)
+class FMACConfig:
+    """Configuration of the fMAC (registry unit ``fast.fmac``, spec §4)."""
+
+    #: elements per group = 2b x 2b multipliers (paper: 16)
+    group: int = 16
+    #: widest run-time operand width the operand registers hold: 2, 4, 6 or 8 (§4.2's table)
+    m_max: int = 8
+
+    def __post_init__(self):
+        check_int(self, "group", 1, 64)
+        if isinstance(self.m_max, bool) or self.m_max not in FMAC_WIDTHS:
+            raise ConfigError(type(self).__name__, "m_max", self.m_max, "one of 2, 4, 6, 8")
+
+
+def fmac_run(cfg: FMACConfig, pairs) -> tuple:
+    """The fMAC over a sequence of group pairs ``(x, mx, y, my, clear)`` (``x``/``y`` are
+    ``(Es, signs, q)``): the accumulator after each pair (``np.float32``; ``clear`` starts it from
+    +0) and the cycles each pair takes (``rounds(mx, my)``), paper mode."""
+    acc = np.float32(0)
+    accs, cycles = [], []
+    for x, mx, y, my, clear in pairs:
+        acc = fmac_group(np.float32(0) if clear else acc, x, mx, y, my)
+        accs.append(acc)
+        cycles.append(rounds(mx, my))
+    return accs, cycles
+
+
+# ----------------------------------------------------------------------------------------------
 # precision schedule (§6)
 
 def rel_improvement(Es, q4) -> float:
@@ -594,6 +625,7 @@ def bfp_gemm(X, Y, mx: int, my: int, dataflow: str = "fwd", mode: str = "paper",
 __all__ = [
     "G", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
     "FastInputError", "lane_seeds", "ConverterConfig", "Converted", "convert_groups",
+    "FMACConfig", "fmac_run",
     "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",

@@ -16,13 +16,14 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.common.fpadd
 import hdl.fast.converter
+import hdl.fast.fmac
 import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
 from golden.baseline import BaselineConfig
 from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
-from golden.fast import ConverterConfig
+from golden.fast import ConverterConfig, FMACConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.common.rounding import Round
@@ -178,6 +179,14 @@ def test_fast_converter_with_another_lfsr_polynomial(tb_options, monkeypatch):
     monkeypatch.setattr(hdl.fast.converter, "_lfsr_step8", other_taps)
     failed = _run("fast.converter", ConverterConfig(), None, tb_options)
     assert "lfsr_draws_over_a_thousand_conversions" in failed, failed
+
+
+def test_fast_fmac_with_an_fp_generator_one_binade_off(tb_options, monkeypatch):
+    real = hdl.fast.fmac.fp_gen_config
+    monkeypatch.setattr(hdl.fast.fmac, "fp_gen_config",
+                        lambda cfg: dataclasses.replace(real(cfg), frac=1))
+    failed = _run("fast.fmac", FMACConfig(), None, tb_options)
+    assert {"spec_vectors", "random_dot_products"} <= set(failed), failed
 
 
 def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):

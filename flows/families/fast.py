@@ -1,7 +1,7 @@
 """FAST (``seed-fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
 and the BFP GEMM.
 
-Declares the converter unit and the golden model's benchmarks; the fMAC, the fMAC array and
+Declares the converter and fMAC units and the golden model's benchmarks; the fMAC array and
 the Table IV MAC baselines are declared here as they are built.
 """
 
@@ -73,6 +73,15 @@ UNITS = (
          test_sizes={"quick": 300, "standard": 3000, "full": 20000},
          synth_overrides={"group": 4},
          paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
+    Unit(name="fast.fmac",
+         summary="FAST fMAC: 16 2b x 2b multipliers, FP generator, FP32 accumulator; "
+                 "(mx/2)(my/2) cycles per group pair",
+         config="golden.fast:FMACConfig", component="hdl.fast:FMAC",
+         testbench="tb.fast.fmac", preset="fast-paper",
+         extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
+         test_sizes={"quick": 200, "standard": 2000, "full": 20000},
+         synth_overrides={"group": 4, "m_max": 4},
+         paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
 )
 
 BENCHES = (

@@ -1,5 +1,7 @@
-"""FAST components (spec ``seed-fast.md``): the FP32 → BFP converter."""
+"""FAST components (spec ``seed-fast.md``): the FP32 → BFP converter and the fMAC."""
 
 from .converter import CHUNK_EXP_BITS, Converter, input_layout, output_layout
+from .fmac import FMAC, operand_layout, pair_layout
 
-__all__ = ["Converter", "input_layout", "output_layout", "CHUNK_EXP_BITS"]
+__all__ = ["Converter", "input_layout", "output_layout", "CHUNK_EXP_BITS", "FMAC",
+           "operand_layout", "pair_layout"]

@@ -18,7 +18,7 @@ from . import config_from_env, idle, rng, test_size, uint
 
 
 def _vectors(fmt, gen: np.random.Generator, n: int):
-    P, E, W = fmt.man_bits, fmt.exp_bits, fmt.width
+    P, W = fmt.man_bits, fmt.width
     ones = (1 << W) - 1
     a = gen.integers(0, 1 << W, n, dtype=np.int64)
     kind = gen.integers(0, 8, n)

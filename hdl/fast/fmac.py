@@ -1,0 +1,172 @@
+"""FAST's fMAC (registry unit ``fast.fmac``; spec ``seed-fast.md`` §4): the dot product of two
+BFP groups, 2 bits of each operand per cycle, accumulated in FP32.
+
+Bit-exact with :func:`golden.fast.fmac_run` (paper mode).  Per cycle (one *round*): the chunk
+multiplexers pick 2-bit chunk ``cx`` of every X magnitude and ``cy`` of every Y magnitude, 16
+2b×2b multipliers with the product signs feed a signed adder tree (``P`` in [-144, 144]), the
+exponent adder forms ``(Esx - 2cx) + (Esy - 2cy) - 256``, the FP generator (the shared rounding
+block: exact, FTZ, ±Inf) turns ``P`` into FP32, and the FP32 adder
+(:class:`hdl.common.fpadd.FPAdder`) adds it to the accumulator register.  Rounds go X's chunks
+outer, most significant first (§4.4's canonical order).
+"""
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from golden.common import FP32
+from golden.common.fp32 import FPAddConfig
+from golden.common.rounding import RoundConfig
+from golden.fast import FMACConfig
+
+from ..common.arith import adder_tree
+from ..common.formats import layout
+from ..common.fpadd import FPAdder
+from ..common.rounding import Round
+
+
+def operand_layout(cfg: FMACConfig) -> data.StructLayout:
+    """One BFP group: shared exponent, sign bits, magnitudes (``m_max`` bits each)."""
+    return data.StructLayout({"es": 8, "sign": cfg.group,
+                              "q": data.ArrayLayout(cfg.m_max, cfg.group)})
+
+
+def pair_layout(cfg: FMACConfig) -> data.StructLayout:
+    """A group pair: X (streamed, outer loop) and Y, their run-time widths as codes
+    ``m / 2 - 1`` (0..3 for 2, 4, 6, 8 bits), and ``clear`` (start from +0)."""
+    return data.StructLayout({"x": operand_layout(cfg), "y": operand_layout(cfg),
+                              "mx": 2, "my": 2, "clear": 1})
+
+
+def fp_gen_config(cfg: FMACConfig) -> RoundConfig:
+    """The FP generator as a rounding block: ``|P| <= 9 * group`` (144 for 16 lanes, 9 bits
+    of two's complement), exponent ``Ex + Ey - 256`` in 10 bits; the conversion is exact."""
+    return RoundConfig(fmt="fp32", in_width=bits_for(9 * cfg.group, True), signed=True, frac=0,
+                       exp_width=10, mode="rne")
+
+
+class ChunkProducts(wiring.Component):
+    """One round's multiplier array (combinational): 2-bit chunk ``x.q >> shx`` of every X
+    magnitude times chunk ``y.q >> shy`` of the Y magnitude in the same lane, signed by the
+    product sign, summed by an adder tree into ``p``.
+
+    Ports
+    -----
+    x, y : In(operand layout); shx, shy : In(range(m_max)); p : Out(signed(width))
+    """
+
+    def __init__(self, cfg: FMACConfig, width: int):
+        self.cfg = cfg
+        op = operand_layout(cfg)
+        super().__init__({"x": In(op), "y": In(op), "shx": In(range(cfg.m_max)),
+                          "shy": In(range(cfg.m_max)), "p": Out(signed(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        x, y = self.x, self.y
+        prods = []
+        for j in range(self.cfg.group):
+            a = Signal(2, name=f"chx{j}")
+            b = Signal(2, name=f"chy{j}")
+            m.d.comb += [a.eq(x.q[j] >> self.shx), b.eq(y.q[j] >> self.shy)]
+            t = Signal(signed(5), name=f"prod{j}")
+            m.d.comb += t.eq(Mux(x.sign[j] ^ y.sign[j], -(a * b), a * b))
+            prods.append(t)
+        m.d.comb += self.p.eq(adder_tree(m, prods, len(self.p), "ptree"))
+        return m
+
+
+class FMAC(wiring.Component):
+    """fMAC: ``acc += X · Y`` for BFP groups X, Y in ``rounds(mx, my)`` cycles.
+
+    Latency/throughput: a pair accepted on ``grp`` runs its rounds in the following cycles
+    (``busy``), one FP32 addition each; ``last`` flags its final round, in which the next pair
+    is accepted (``grp.ready = ~busy | last``), so pairs follow each other with no idle cycle.
+    ``acc`` holds the result from the cycle after the last round.
+
+    Parameters
+    ----------
+    cfg : golden.fast.FMACConfig
+        ``group`` (multipliers, 16) and ``m_max`` (widest operand, 8).
+
+    Ports
+    -----
+    grp : In(stream of :func:`pair_layout`)
+    acc : Out(fp32)
+        The accumulator register (reset +0).
+    busy, last : Out(1)
+    error : Out(1)
+        Sticky: a pair asked for a width above ``m_max`` (it is processed at ``m_max``).
+    """
+
+    def __init__(self, cfg: FMACConfig = FMACConfig()):
+        self.cfg = cfg
+        super().__init__({
+            "grp": In(stream.Signature(pair_layout(cfg))),
+            "acc": Out(layout(FP32)),
+            "busy": Out(1), "last": Out(1), "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        kmax = cfg.m_max // 2
+        p = self.grp.payload
+
+        # ---- the pair's registers and the round counters
+        x = Signal(operand_layout(cfg))
+        y = Signal(operand_layout(cfg))
+        kx = Signal(range(1, kmax + 1))           # chunks per operand (1..kmax)
+        ky = Signal(range(1, kmax + 1))
+        cx = Signal(range(kmax))
+        cy = Signal(range(kmax))
+        fresh = Signal()                          # this pair starts from +0
+        take = Signal()
+        m.d.comb += [self.grp.ready.eq(~self.busy | self.last),
+                     take.eq(self.grp.valid & self.grp.ready)]
+
+        def width(code):
+            k = Signal(range(1, kmax + 1))
+            m.d.comb += k.eq(Mux(code + 1 > kmax, kmax, code + 1))
+            return k
+
+        with m.If(take):
+            m.d.sync += [x.eq(p.x), y.eq(p.y), kx.eq(width(p.mx)), ky.eq(width(p.my)),
+                         cx.eq(0), cy.eq(0), fresh.eq(p.clear), self.busy.eq(1)]
+            with m.If((p.mx + 1 > kmax) | (p.my + 1 > kmax)):
+                m.d.sync += self.error.eq(1)
+        with m.Elif(self.last):
+            m.d.sync += self.busy.eq(0)
+        with m.Elif(self.busy):
+            with m.If(cy == ky - 1):
+                m.d.sync += [cy.eq(0), cx.eq(cx + 1)]
+            with m.Else():
+                m.d.sync += cy.eq(cy + 1)
+        m.d.comb += self.last.eq(self.busy & (cx == kx - 1) & (cy == ky - 1))
+
+        # ---- one round: chunks, 2b x 2b products, adder tree
+        # chunk c of a k-chunk magnitude is bits [2(k-1-c), 2(k-1-c)+2): the shift is 2(k-1-c)
+        gen_cfg = fp_gen_config(cfg)
+        mul = m.submodules.multipliers = ChunkProducts(cfg, gen_cfg.in_width)
+        m.d.comb += [mul.x.eq(x), mul.y.eq(y), mul.shx.eq((kx - 1 - cx) << 1),
+                     mul.shy.eq((ky - 1 - cy) << 1)]
+        P = mul.p
+
+        # ---- exponent adder and FP generator
+        gen = m.submodules.fp_gen = Round(gen_cfg)
+        e = Signal(signed(bits_for(2 * 255 + 256, True)))
+        m.d.comb += [e.eq(x.es + y.es - (cx << 1) - (cy << 1) - 256), gen.i.sig.eq(P),
+                     gen.i.exp.eq(e)]
+
+        # ---- FP32 accumulation
+        add = m.submodules.fp_add = FPAdder(FPAddConfig("fp32"))
+        m.d.comb += [add.a.eq(Mux(fresh, 0, self.acc)), add.b.eq(gen.o.bits)]
+        with m.If(self.busy):
+            m.d.sync += [self.acc.eq(add.sum), fresh.eq(0)]
+            with m.If(take):
+                m.d.sync += fresh.eq(p.clear)
+        return m
+
+
+__all__ = ["FMAC", "ChunkProducts", "operand_layout", "pair_layout", "fp_gen_config"]
