@@ -96,7 +96,7 @@ async def directed_vectors(dut):
 @cocotb.test()
 async def random_regression(dut):
     """Random groups back to back (every cycle), dot products of 1-8 groups, mixed data; the
-    unit's test size in groups (5,000 in ``make test``, 20,000 in ``make test-full``)."""
+    unit's test size in groups (3,000 in ``make test``, 20,000 in ``make test-full``)."""
     h = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))

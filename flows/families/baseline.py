@@ -14,7 +14,7 @@ UNITS = (
          testbench="tb.baseline", preset="baseline-paper",
          extra_configs=({"keep_bits": 6}, {"lanes": 4, "int_bits": 4, "out_round": "rne"},
                         {"frac_bits": 16}),
-         test_sizes={"quick": 500, "standard": 5000, "full": 20000},
+         test_sizes={"quick": 500, "standard": 3000, "full": 20000},
          synth_overrides={"lanes": 2},
          paper="22,212 µm² per PE at 65 nm (FPRaker Table III)"),
 )

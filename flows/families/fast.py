@@ -70,7 +70,7 @@ UNITS = (
          config="golden.fast:ConverterConfig", component="hdl.fast:Converter",
          testbench="tb.fast.converter", preset="fast-paper",
          extra_configs=({"m": 2}, {"group": 5, "m": 6}),
-         test_sizes={"quick": 300, "standard": 3000, "full": 20000},
+         test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"group": 4},
          paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
     Unit(name="fast.fmac",

@@ -30,7 +30,7 @@ UNITS = (
                         {"dmax": 12}, {"lanes": 4, "int_bits": 4}, {"out_round": "rne"},
                         {"encoding": "binary"},
                         {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2}),
-         test_sizes={"quick": 300, "standard": 3000, "full": 20000},
+         test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"lanes": 2},
          breakdown=("encoder", "core.operands", "core.exponent", "core.lanes",
                     "core.accumulator")),

@@ -142,7 +142,7 @@ def random_items(cfg, gen: np.random.Generator, n: int) -> list:
 
 @cocotb.test()
 async def random_groups(dut):
-    """The unit's test size in random groups (3,000 in ``make test``), half of them streamed
+    """The unit's test size in random groups (2,000 in ``make test``), half of them streamed
     back to back, half under random gaps and back-pressure; LFSR states checked throughout."""
     cfg = config_from_env(ConverterConfig)
     await start(dut)
