@@ -45,7 +45,7 @@ UNITS = (
              {"fmt": "fp16", "in_width": 16, "frac": 10, "exp_width": 7, "mode": "rup"},
              {"fmt": "hfp8", "in_width": 8, "frac": 4, "exp_width": 5, "mode": "rna"},
          ),
-         test_sizes={"quick": 300, "standard": 3000, "full": 30000},
+         test_sizes={"quick": 300, "standard": 2000, "full": 30000},
          synth_overrides={}),
     Unit(name="common.fp_add",
          summary="Floating-point adder (RNE, DAZ/FTZ): the FP32 accumulators' adder",

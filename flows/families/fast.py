@@ -79,7 +79,7 @@ UNITS = (
          config="golden.fast:FMACConfig", component="hdl.fast:FMAC",
          testbench="tb.fast.fmac", preset="fast-paper",
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
-         test_sizes={"quick": 200, "standard": 2000, "full": 20000},
+         test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"group": 4, "m_max": 4},
          paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
 )

@@ -124,7 +124,7 @@ async def spec_vectors(dut):
 
 @cocotb.test()
 async def random_dot_products(dut):
-    """The unit's test size in random group pairs (2,000 in ``make test``), every (mx, my)
+    """The unit's test size in random group pairs (1,000 in ``make test``), every (mx, my)
     combination the configuration allows, chained into dot products of 1-6 pairs."""
     cfg = config_from_env(FMACConfig)
     await start(dut)
