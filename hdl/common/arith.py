@@ -30,21 +30,23 @@ def tree_reduce(m, items, pick, shape, name: str):
     return level[0]
 
 
-def adder_tree(m, values, width: int, name: str):
-    """Balanced tree of signed adders; returns a ``signed(width)`` signal (caller sizes it)."""
+def adder_tree(m, values, width, name: str):
+    """Balanced tree of adders; returns a signal of ``width`` (an int: ``signed(width)``; or a
+    shape) — the caller sizes it for the sum."""
+    shape = signed(width) if isinstance(width, int) else width
     level = list(values)
     depth = 0
     while len(level) > 1:
         nxt = []
         for i in range(0, len(level) - 1, 2):
-            s = Signal(signed(width), name=f"{name}_{depth}_{i // 2}")
+            s = Signal(shape, name=f"{name}_{depth}_{i // 2}")
             m.d.comb += s.eq(level[i] + level[i + 1])
             nxt.append(s)
         if len(level) % 2:
             nxt.append(level[-1])
         level = nxt
         depth += 1
-    out = Signal(signed(width), name=name)
+    out = Signal(shape, name=name)
     m.d.comb += out.eq(level[0])
     return out
 

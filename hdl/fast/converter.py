@@ -16,7 +16,7 @@ Truncation is stochastic rounding with zero noise, so one datapath serves both (
 with the mantissas").
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
@@ -24,7 +24,7 @@ from amaranth.utils import bits_for
 from golden.common import FP32
 from golden.fast import SR_BITS, ConverterConfig, _quant_config, lane_seeds
 
-from ..common.arith import tree_reduce
+from ..common.arith import adder_tree, tree_reduce
 from ..common.formats import decode, layout
 from ..common.rounding import Round
 
@@ -66,23 +66,6 @@ def _lfsr_step8(m, state, name: str):
         m.d.comb += nxt.eq(Cat(s[1:], s[0] ^ s[2] ^ s[3] ^ s[5]))
         s = nxt
     return s
-
-
-def _sum(m, values, width: int, name: str):
-    """Balanced adder tree of unsigned values."""
-    level = list(values)
-    depth = 0
-    while len(level) > 1:
-        nxt = []
-        for i in range(0, len(level) - 1, 2):
-            t = Signal(width, name=f"{name}_{depth}_{i // 2}")
-            m.d.comb += t.eq(level[i] + level[i + 1])
-            nxt.append(t)
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-        depth += 1
-    return level[0]
 
 
 class Converter(wiring.Component):
@@ -174,8 +157,8 @@ class Converter(wiring.Component):
 
         # ---- stage 3: chunk exponents, improvement partial sums, output register
         o = self.o.payload
-        num = _sum(m, [r2_q[j][:2] for j in range(g)], len(o.num), "num")
-        den = _sum(m, [r2_q[j][2:] for j in range(g)], len(o.den), "den")
+        num = adder_tree(m, [r2_q[j][:2] for j in range(g)], unsigned(len(o.num)), "num")
+        den = adder_tree(m, [r2_q[j][2:] for j in range(g)], unsigned(len(o.den)), "den")
         with m.If(en):
             m.d.sync += [self.o.valid.eq(v2), o.es.eq(r2_es), o.sign.eq(r2_s), o.num.eq(num),
                          o.den.eq(den)]
