@@ -9,7 +9,7 @@ only *ratios* between units built with the same flow are comparable, never absol
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import BUILD, FlowError, families, registry
 from .config import load_config
@@ -22,9 +22,12 @@ class Part:
     #: name in reports, ``unit/part``
     name: str
     unit: str
-    #: ``module:Class`` built from the unit's configuration
-    component: str
     summary: str
+    #: ``module:Class`` built from the part's configuration (default: the unit's component)
+    component: str = ""
+    #: field overrides of the unit's configuration (a variant the paper reports, e.g. another
+    #: operand format)
+    overrides: dict = field(default_factory=dict)
     #: the paper's own figure for this part, shown beside ours
     paper: str = ""
 
@@ -78,8 +81,9 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
                                    outdir=outdir / unit.name)}
         for part in families.parts():
             if part.unit == unit.name:
-                factory = registry.resolve(part.component)
-                results[part.name] = area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
+                factory = registry.resolve(part.component) if part.component else None
+                results[part.name] = area(unit, unit.make_config(cfg, **part.overrides),
+                                          liberty=liberty, clock_ns=clock_ns,
                                           outdir=outdir / part.name.replace("/", "-"),
                                           factory=factory)
     except FlowError as e:

@@ -204,3 +204,81 @@ def test_matches_scalar_oracle(cfg):
             ref = ref_baseline_group(ref, A[row, g * L:(g + 1) * L].tolist(),
                                      B[row, g * L:(g + 1) * L].tolist(), cfg)
         assert tuple(accs[row]) == ref
+
+
+# ---------------------------------------------------------------------------------------------
+# FAST's Table IV baselines (golden.baseline.mac16_*)
+
+from golden.baseline import MAC16_FORMATS, MAC16Config, mac16_products, mac16_run  # noqa: E402
+from golden.common import format_named as _fmt  # noqa: E402
+
+
+def _value(bits: int, fmt) -> Fraction | None:
+    """Exact value of a float pattern (subnormals as zero), None for Inf/NaN."""
+    e = (bits >> fmt.man_bits) & fmt.exp_max
+    if e == fmt.exp_max:
+        return None
+    if e == 0:
+        return Fraction(0)
+    mag = (1 + Fraction(bits & ((1 << fmt.man_bits) - 1), 1 << fmt.man_bits)) * \
+        Fraction(2) ** (e - fmt.bias)
+    return -mag if bits >> (fmt.width - 1) else mag
+
+
+@pytest.mark.parametrize("name", ["hfp8", "bf16", "fp16"])
+def test_mac16_float_products_are_exact_in_fp32(name):
+    """Every product of finite operands equals the exact rational product, or overflows to
+    ±Inf / flushes to a signed zero exactly where FP32's range ends (bf16's range exceeds it)."""
+    cfg = MAC16Config(name)
+    fmt = cfg.format
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 1 << fmt.width, 20000)
+    b = rng.integers(0, 1 << fmt.width, 20000)
+    p = mac16_products(cfg, a, b)
+    fp32 = _fmt("fp32")
+    for x, y, z in zip(a.tolist(), b.tolist(), p.tolist()):
+        vx, vy = _value(x, fmt), _value(y, fmt)
+        if vx is None or vy is None:
+            continue
+        exact = vx * vy
+        sign = (x ^ y) >> (fmt.width - 1) & 1
+        if exact == 0 or abs(exact) < Fraction(2) ** -126:
+            assert z == sign << 31, (x, y, hex(z))
+        elif abs(exact) >= Fraction(2) ** 128:
+            assert z == (sign << 31) | 0x7F800000, (x, y, hex(z))
+        else:
+            assert _value(z, fp32) == exact, (x, y, hex(z))
+
+
+def test_mac16_float_specials():
+    cfg = MAC16Config("fp16")
+    inf, nan, one, zero = 0x7C00, 0x7C01, 0x3C00, 0x0000
+    p = mac16_products(cfg, [inf, inf, nan, 0x8000 | inf, zero], [one, zero, one, one, 0x8000])
+    assert p.tolist() == [0x7F800000, 0x7FC00000, 0x7FC00000, 0xFF800000, 0x80000000]
+
+
+def test_mac16_integers_wrap_in_the_accumulator():
+    cfg = MAC16Config("int8", lanes=2)
+    big = (0x80, 0x80)                                  # -128 * -128 = 16384
+    accs = mac16_run(cfg, [(big, big, True)] + [(big, big, False)] * 131071)
+    assert accs[0].tolist() == [16384, 16384]
+    assert accs[-1].tolist() == [(131072 * 16384) % (1 << 32)] * 2      # wrapped to 0
+    assert mac16_run(MAC16Config("int12", lanes=1), [([0x800], [0x7FF], True)])[0][0] == \
+        (-2048 * 2047) % (1 << 32)
+
+
+def test_mac16_accumulates_with_one_rounding_per_mac():
+    """bf16: 1.0 + 2**-24 * (1 + 2**-7) rounds up (above the tie), + 2**-24 rounds to even."""
+    cfg = MAC16Config("bf16", lanes=1)
+    one = 0x3F80
+    tiny = 0x33808000 >> 16                             # 2**-24 * 1.0078125 (bf16 0x3381)
+    accs = mac16_run(cfg, [([one], [one], True), ([tiny + 1], [one], False)])
+    assert accs[-1][0] == 0x3F800001
+    accs = mac16_run(cfg, [([one], [one], True), ([0x3380], [one], False)])
+    assert accs[-1][0] == 0x3F800000
+
+
+def test_mac16_config_errors():
+    with pytest.raises(ValueError, match="fmt"):
+        MAC16Config("fp8")
+    assert set(MAC16_FORMATS) == {"int8", "int12", "hfp8", "bf16", "fp16"}

@@ -14,12 +14,13 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
+import hdl.baseline
 import hdl.common.fpadd
 import hdl.fast.converter
 import hdl.fast.fmac
 import hdl.gecko.blocks
 from flows.simulate import failed_tests, run_testbench
-from golden.baseline import BaselineConfig
+from golden.baseline import BaselineConfig, MAC16Config
 from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
@@ -187,6 +188,20 @@ def test_fast_fmac_with_an_fp_generator_one_binade_off(tb_options, monkeypatch):
                         lambda cfg: dataclasses.replace(real(cfg), frac=1))
     failed = _run("fast.fmac", FMACConfig(), None, tb_options)
     assert {"spec_vectors", "random_dot_products"} <= set(failed), failed
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "int8"])
+def test_mac16_that_forgets_clear(fmt, tb_options, monkeypatch):
+    """The MAC lanes keep accumulating across ``clear`` (``Mux(clear, 0, acc)`` becomes
+    ``acc``)."""
+    real = hdl.baseline.Mux
+
+    def mux_ignoring_clear(sel, a, b):
+        return b if isinstance(a, int) and a == 0 else real(sel, a, b)
+
+    monkeypatch.setattr(hdl.baseline, "Mux", mux_ignoring_clear)
+    failed = _run("baseline.mac16", MAC16Config(fmt), None, tb_options)
+    assert {"directed", "random_accumulations"} <= set(failed), failed
 
 
 def test_gecko_compressor_with_a_wrong_bias(tb_options, monkeypatch):

@@ -1,9 +1,12 @@
-"""The bit-parallel bfloat16 PE that FPRaker is compared with (``seed-fpraker.md`` §11.6, §14).
+"""The baselines the papers compare against: FPRaker's bit-parallel bfloat16 PE
+(``seed-fpraker.md`` §11.6, §14) and FAST's Table IV 16-MAC designs (``seed-fast.md`` §7).
 
-The ratios against it are FPRaker's and live in :mod:`flows.families.fpraker`.
+The ratios against them are the papers' and live in the families that state them
+(:mod:`flows.families.fpraker`, :mod:`flows.families.fast`).
 """
 
 from ..registry import Unit
+from ..report import Part
 
 ORDER = 20
 
@@ -17,6 +20,23 @@ UNITS = (
          test_sizes={"quick": 500, "standard": 3000, "full": 20000},
          synth_overrides={"lanes": 2},
          paper="22,212 µm² per PE at 65 nm (FPRaker Table III)"),
+    Unit(name="baseline.mac16",
+         summary="FAST Table IV baseline: 16 MACs (int8/int12 with 32-bit accumulators; "
+                 "hfp8/bf16/fp16 with FP32 accumulation)",
+         config="golden.baseline:MAC16Config", component="hdl.baseline:MAC16",
+         testbench="tb.baseline_mac16", preset="baseline-paper",
+         extra_configs=({"fmt": "int8"}, {"fmt": "int12"}, {"fmt": "hfp8"}, {"fmt": "fp16"},
+                        {"fmt": "bf16", "lanes": 3}),
+         test_sizes={"quick": 200, "standard": 1000, "full": 20000},
+         synth_overrides={"lanes": 2},
+         paper="9.6x the fMAC (FAST Table IV, 16x bfloat16)"),
 )
 
-__all__ = ["UNITS"]
+#: the other Table IV formats, measured beside the unit's bf16 preset
+PARTS = tuple(
+    Part(name=f"baseline.mac16/{fmt}", unit="baseline.mac16", overrides={"fmt": fmt},
+         summary=f"16 {fmt} MACs (FAST Table IV)", paper=f"{ratio}x the fMAC (FAST Table IV)")
+    for fmt, ratio in (("int8", 3.8), ("hfp8", 4.1), ("int12", 5.6), ("fp16", 10.6))
+)
+
+__all__ = ["UNITS", "PARTS"]

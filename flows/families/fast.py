@@ -1,14 +1,16 @@
 """FAST (``seed-fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
 and the BFP GEMM.
 
-Declares the converter and fMAC units and the golden model's benchmarks; the fMAC array and
-the Table IV MAC baselines are declared here as they are built.
+Declares the converter and fMAC units, the Table IV area ratios against the 16-MAC baselines
+(:mod:`flows.families.baseline`) and the golden model's benchmarks; the fMAC array is declared
+here when it is built.
 """
 
 import time
 
 from ..bench import Bench
 from ..registry import Unit
+from ..report import Comparison, Part
 
 ORDER = 40
 
@@ -84,9 +86,27 @@ UNITS = (
          paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
 )
 
+#: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC)
+PARTS = (
+    Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
+         summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
+         paper="1x (FAST Table IV, 0.885 mW)"),
+)
+
+#: FAST Table IV: ASIC area of 16 MACs normalized to the fMAC
+COMPARISONS = tuple(
+    Comparison(label=f"16 x {name} MAC / fMAC", numerator=numerator, denominator="fast.fmac/m4",
+               paper_ratio=ratio, source=f"FAST Table IV: 16x {name} = {ratio}x fMAC (45 nm)")
+    for name, numerator, ratio in (("INT-8", "baseline.mac16/int8", 3.8),
+                                   ("HFP8 (e4m2)", "baseline.mac16/hfp8", 4.1),
+                                   ("INT-12", "baseline.mac16/int12", 5.6),
+                                   ("bfloat16", "baseline.mac16", 9.6),
+                                   ("FP16", "baseline.mac16/fp16", 10.6))
+)
+
 BENCHES = (
     Bench(name="fast", summary="FAST golden model: quantizer throughput and BFP GEMM time",
           run=fast_table),
 )
 
-__all__ = ["UNITS", "BENCHES", "bench_fast", "fast_table"]
+__all__ = ["UNITS", "PARTS", "COMPARISONS", "BENCHES", "bench_fast", "fast_table"]
