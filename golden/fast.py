@@ -606,12 +606,23 @@ def bfp_gemm(X, Y, mx: int, my: int, dataflow: str = "fwd", mode: str = "paper",
     ``cols`` groups per tile, BWD-DATA: ``rows``, WGRAD: one tile).  ``mode`` is the fMAC's
     round combination.  Bit-exact with the fMAC array.
     """
+    _tile_groups(dataflow, array)
+    xq, yq = quantize_operands(X, Y, mx, my, dataflow, x_rounding, y_rounding, rng,
+                               x_exp_floor, y_exp_floor)
+    return gemm_quantized(xq, yq, dataflow, mode, array)
+
+
+def quantize_operands(X, Y, mx: int, my: int, dataflow: str = "fwd",
+                      x_rounding: str | None = None, y_rounding: str | None = None,
+                      rng: LaneRNG | None = None, x_exp_floor=0, y_exp_floor=0):
+    """The operands of :func:`bfp_gemm` as it quantizes them: ``(xq, yq)``, X's rows and Y's
+    columns as :class:`Quantized` groups along K (the arguments are :func:`bfp_gemm`'s)."""
     X = _fp32_bits(X)
     Y = _fp32_bits(Y)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[0]:
         raise FastInputError("shapes", (X.shape, Y.shape), "(M, K) and (K, N)")
     _check_fmac_width("mx", mx), _check_fmac_width("my", my)
-    _tile_groups(dataflow, array)
+    _tile_groups(dataflow, None)
     x_rounding = x_rounding or DEFAULT_ROUNDING[dataflow][0]
     y_rounding = y_rounding or DEFAULT_ROUNDING[dataflow][1]
     if "sr" in (x_rounding, y_rounding):
@@ -619,7 +630,7 @@ def bfp_gemm(X, Y, mx: int, my: int, dataflow: str = "fwd", mode: str = "paper",
     xq = quantize_rows(X.view(np.float32), mx, x_rounding, rng, x_exp_floor)
     yq = quantize_rows(np.ascontiguousarray(Y.T).view(np.float32), my, y_rounding, rng,
                        y_exp_floor)
-    return gemm_quantized(xq, yq, dataflow, mode, array)
+    return xq, yq
 
 
 __all__ = [
@@ -629,5 +640,5 @@ __all__ = [
     "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",
-    "DEFAULT_ROUNDING", "bfp_gemm", "fp32_add",
+    "DEFAULT_ROUNDING", "bfp_gemm", "quantize_operands", "fp32_add",
 ]

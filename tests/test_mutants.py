@@ -16,6 +16,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.baseline
 import hdl.common.fpadd
+import hdl.fast.array
 import hdl.fast.converter
 import hdl.fast.fmac
 import hdl.gecko.blocks
@@ -25,6 +26,7 @@ from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
 from golden.fast import ConverterConfig, FMACConfig
+from golden.fast_array import ArrayConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.common.rounding import Round
@@ -188,6 +190,53 @@ def test_fast_fmac_with_an_fp_generator_one_binade_off(tb_options, monkeypatch):
                         lambda cfg: dataclasses.replace(real(cfg), frac=1))
     failed = _run("fast.fmac", FMACConfig(), None, tb_options)
     assert {"spec_vectors", "random_dot_products"} <= set(failed), failed
+
+
+class _PatchedCell(wiring.Component):
+    """An fMAC array cell with some of its inputs rewired (``patch(cell, inner)`` returns the
+    statements, which override the pass-through)."""
+
+    patch = None
+    real = hdl.fast.array.ArrayCell
+
+    def __init__(self, cfg):
+        self.inner = self.real(cfg)
+        super().__init__(self.inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self.inner
+        for name, member in self.signature.members.items():
+            if member.flow == wiring.In:
+                m.d.comb += getattr(inner, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(inner, name))
+        m.d.comb += type(self).patch(self, inner)
+        return m
+
+
+class CellWithoutFirst(_PatchedCell):
+    """WGRAD starts from whatever the cell's register holds (the ``first`` tag is lost)."""
+
+    def patch(self, inner):
+        return [inner.h_in.first.eq(0)]
+
+
+class CellWithSumsFromTheLeft(_PatchedCell):
+    """BWD-DATA partial sums come from the left neighbour instead of the one below."""
+
+    def patch(self, inner):
+        return [inner.a_below.eq(self.a_left)]
+
+
+@pytest.mark.parametrize("cell, fails", [
+    (CellWithoutFirst, {"random_gemms"}),
+    (CellWithSumsFromTheLeft, {"t20_every_dataflow_and_width", "random_gemms"}),
+])
+def test_fast_array_with_a_broken_cell(cell, fails, tb_options, monkeypatch):
+    monkeypatch.setattr(hdl.fast.array, "ArrayCell", cell)
+    failed = _run("fast.array", ArrayConfig(), None, tb_options)
+    assert fails <= set(failed), failed
 
 
 @pytest.mark.parametrize("fmt", ["bf16", "int8"])

@@ -2,8 +2,8 @@
 and the BFP GEMM.
 
 Declares the converter and fMAC units, the Table IV area ratios against the 16-MAC baselines
-(:mod:`flows.families.baseline`) and the golden model's benchmarks; the fMAC array is declared
-here when it is built.
+(:mod:`flows.families.baseline`) and the golden model's benchmarks; and the fMAC
+systolic array.
 """
 
 import time
@@ -84,6 +84,15 @@ UNITS = (
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"group": 4, "m_max": 4},
          paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
+    Unit(name="fast.array",
+         summary="FAST fMAC systolic array: rows x cols fMAC cells, FWD / BWD-DATA / WGRAD "
+                 "dataflows at run time, input skew, output deskew",
+         config="golden.fast_array:ArrayConfig", component="hdl.fast:FMACArray",
+         testbench="tb.fast.array", preset="fast-paper",
+         extra_configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2}, {"rows": 1, "cols": 3, "group": 3}),
+         test_sizes={"quick": 4, "standard": 8, "full": 80},
+         synth_overrides={"rows": 2, "cols": 2, "group": 4},
+         paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array alone"),
 )
 
 #: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC)

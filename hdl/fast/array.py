@@ -1,0 +1,301 @@
+"""FAST's fMAC systolic array (registry unit ``fast.array``; spec ``seed-fast.md`` §5).
+
+``rows × cols`` cells (:class:`ArrayCell`), each an fMAC datapath (the :class:`ChunkProducts`
+multiplier array and adder tree, the exponent adder, the FP generator and the shared FP32 adder)
+with four registers: a stationary group ``S``, the operands moving right (``H``) and up
+(``V``), and the partial sum / accumulator ``A``.  The run-time ``dataflow`` input picks what a
+cell multiplies and where its partial sum comes from: FWD (weight-stationary, sums flow right),
+BWD-DATA (weight-stationary, operands from the left, sums flow up) and WGRAD (output-stationary,
+operands from the left and from below, then a drain to the right).  The array also holds the
+input skew, the output deskew and the round / beat controller.
+
+Cycle-accurate with :class:`golden.fast_array.ArraySim`; its docstring is the timing contract.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from golden.common import FP32
+from golden.common.fp32 import FPAddConfig
+from golden.fast import FMACConfig
+from golden.fast_array import ArrayConfig
+
+from ..common.formats import layout
+from ..common.fpadd import FPAdder
+from ..common.rounding import Round
+from .fmac import ChunkProducts, fp_gen_config, operand_layout
+
+FP32_LAYOUT = layout(FP32)
+
+
+def fmac_config(cfg: ArrayConfig) -> FMACConfig:
+    return FMACConfig(group=cfg.group, m_max=cfg.m_max)
+
+
+def moving_layout(cfg: ArrayConfig) -> data.StructLayout:
+    """The operand moving right: a BFP group, ``valid`` (not a bubble) and ``first`` (the first
+    group of a WGRAD accumulation)."""
+    return data.StructLayout({"op": operand_layout(fmac_config(cfg)), "valid": 1, "first": 1})
+
+
+def input_layout(cfg: ArrayConfig) -> data.StructLayout:
+    """An input vector: ``rows`` groups entering from the left, ``cols`` from below, and the
+    WGRAD flags ``first`` / ``last``."""
+    op = operand_layout(fmac_config(cfg))
+    return data.StructLayout({"left": data.ArrayLayout(op, cfg.rows),
+                              "bottom": data.ArrayLayout(op, cfg.cols),
+                              "first": 1, "last": 1})
+
+
+def load_layout(cfg: ArrayConfig) -> data.StructLayout:
+    """A write of one cell's stationary group."""
+    return data.StructLayout({"row": bits_for(cfg.rows - 1), "col": bits_for(cfg.cols - 1),
+                              "group": operand_layout(fmac_config(cfg))})
+
+
+class ArrayCell(wiring.Component):
+    """One fMAC cell of the array with its registers (see the module docstring).
+
+    Ports
+    -----
+    h_in, v_in : In
+        The operands the cell takes at a beat boundary (from the left / from below).
+    a_left, a_below : In(fp32)
+        The neighbours' ``A`` (+0 at the array's edge).
+    ld, ld_we : In
+        A stationary group and its write enable.
+    boundary, first, drain : In(1)
+        The beat's last cycle, its first cycle, a WGRAD drain cycle.
+    fwd, bwd, wgrad : In(1)
+        The dataflow, one-hot.
+    shx, shy : In(range(m_max))
+        Chunk shifts of the round; ``esub`` = 2 cx + 2 cy, the exponent offset of the round.
+    h, v : Out
+        The ``H`` and ``V`` registers (to the right / upper neighbour).
+    a, a_next : Out(fp32)
+        ``A`` and the value it takes at the next clock edge.
+    """
+
+    def __init__(self, cfg: ArrayConfig):
+        self.cfg = cfg
+        fc = fmac_config(cfg)
+        op = operand_layout(fc)
+        kmax = cfg.m_max // 2
+        super().__init__({
+            "h_in": In(moving_layout(cfg)), "v_in": In(op),
+            "a_left": In(FP32_LAYOUT), "a_below": In(FP32_LAYOUT),
+            "ld": In(op), "ld_we": In(1),
+            "boundary": In(1), "first": In(1), "drain": In(1),
+            "fwd": In(1), "bwd": In(1), "wgrad": In(1),
+            "shx": In(range(cfg.m_max)), "shy": In(range(cfg.m_max)),
+            "esub": In(range(4 * (kmax - 1) + 1)),
+            "h": Out(moving_layout(cfg)), "v": Out(op), "a": Out(FP32_LAYOUT),
+            "a_next": Out(FP32_LAYOUT),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        fc = fmac_config(cfg)
+        m = Module()
+        S = Signal(operand_layout(fc))
+        with m.If(self.ld_we):
+            m.d.sync += S.eq(self.ld)
+        with m.If(self.boundary):
+            m.d.sync += [self.h.eq(self.h_in), self.v.eq(self.v_in)]
+
+        # what the cell multiplies: X is V in FWD, H otherwise; Y is V in WGRAD, S otherwise
+        x = Signal(operand_layout(fc))
+        y = Signal(operand_layout(fc))
+        m.d.comb += [x.as_value().eq(Mux(self.fwd, self.v.as_value(), self.h.op.as_value())),
+                     y.as_value().eq(Mux(self.wgrad, self.v.as_value(), S.as_value()))]
+
+        gen_cfg = fp_gen_config(fc)
+        mul = m.submodules.multipliers = ChunkProducts(fc, gen_cfg.in_width)
+        m.d.comb += [mul.x.eq(x), mul.y.eq(y), mul.shx.eq(self.shx), mul.shy.eq(self.shy)]
+        gen = m.submodules.fp_gen = Round(gen_cfg)
+        e = Signal(gen.i.exp.shape())
+        m.d.comb += [e.eq(x.es + y.es - self.esub - 256), gen.i.sig.eq(mul.p),
+                     gen.i.exp.eq(e)]
+
+        # the partial sum the round adds to
+        a = Signal(FP32_LAYOUT)
+        with m.If(self.first & self.fwd):
+            m.d.comb += a.eq(self.a_left)
+        with m.Elif(self.first & self.bwd):
+            m.d.comb += a.eq(self.a_below)
+        with m.Elif(self.first & self.wgrad & self.h.first):
+            m.d.comb += a.eq(0)
+        with m.Else():
+            m.d.comb += a.eq(self.a)
+        add = m.submodules.fp_add = FPAdder(FPAddConfig("fp32"))
+        m.d.comb += [add.a.eq(a), add.b.eq(gen.o.bits)]
+
+        with m.If(self.drain):
+            m.d.comb += self.a_next.eq(self.a_left)
+        with m.Elif(self.wgrad & ~self.h.valid):
+            m.d.comb += self.a_next.eq(self.a)
+        with m.Else():
+            m.d.comb += self.a_next.eq(add.sum)
+        m.d.sync += self.a.eq(self.a_next)
+        return m
+
+
+class FMACArray(wiring.Component):
+    """The fMAC array with its input skew, output deskew and controller.
+
+    Parameters
+    ----------
+    cfg : golden.fast_array.ArrayConfig
+        ``rows``, ``cols``, ``group`` (multipliers per cell) and ``m_max``.
+
+    Ports
+    -----
+    i : In(stream of :func:`input_layout`)
+        One input vector per beat; ``ready`` is high in a beat's last cycle unless a WGRAD drain
+        is pending.
+    ld : In(stream of :func:`load_layout`)
+        Writes one cell's stationary group (always ready).
+    mx, my : In(2)
+        Run-time operand widths as codes ``m / 2 - 1``.
+    dataflow : In(2)
+        0 FWD, 1 BWD-DATA, 2 WGRAD.
+    out_valid : Out(1)
+        ``right`` (FWD, WGRAD drain) or ``top`` (BWD-DATA) holds an output vector this cycle.
+    right : Out(rows × fp32); top : Out(cols × fp32)
+    error : Out(1)
+        Sticky: a width above ``m_max``, dataflow code 3, a load outside the array.
+    """
+
+    def __init__(self, cfg: ArrayConfig = ArrayConfig()):
+        self.cfg = cfg
+        super().__init__({
+            "i": In(stream.Signature(input_layout(cfg))),
+            "ld": In(stream.Signature(load_layout(cfg))),
+            "mx": In(2), "my": In(2), "dataflow": In(2),
+            "out_valid": Out(1),
+            "right": Out(data.ArrayLayout(FP32_LAYOUT, cfg.rows)),
+            "top": Out(data.ArrayLayout(FP32_LAYOUT, cfg.cols)),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        R, C = cfg.rows, cfg.cols
+        kmax = cfg.m_max // 2
+        m = Module()
+
+        # ---- controller: widths, dataflow, round counters, WGRAD countdown and drain
+        def width(code):
+            k = Signal(range(1, kmax + 1))
+            m.d.comb += k.eq(Mux(code + 1 > kmax, kmax, code + 1))
+            return k
+
+        kx, ky = width(self.mx), width(self.my)
+        fwd, bwd, wgrad = Signal(), Signal(), Signal()
+        m.d.comb += [fwd.eq((self.dataflow == 0) | (self.dataflow == 3)),
+                     bwd.eq(self.dataflow == 1), wgrad.eq(self.dataflow == 2)]
+        cx, cy = Signal(range(kmax)), Signal(range(kmax))
+        pend = Signal(range(R + C))
+        drain = Signal(range(C + 1))
+        draining, boundary, first, take = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            draining.eq(drain != 0),
+            boundary.eq(~draining & (cx >= kx - 1) & (cy >= ky - 1)),
+            first.eq(~draining & (cx == 0) & (cy == 0)),
+            self.i.ready.eq(boundary & (pend == 0)),
+            take.eq(self.i.valid & self.i.ready),
+        ]
+        with m.If(draining):
+            m.d.sync += drain.eq(drain - 1)
+        with m.Elif(boundary):
+            m.d.sync += [cx.eq(0), cy.eq(0)]
+            with m.If(pend != 0):
+                m.d.sync += pend.eq(pend - 1)
+                with m.If(pend == 1):
+                    m.d.sync += drain.eq(C)
+            with m.If(take & self.i.payload.last & wgrad):
+                m.d.sync += pend.eq(R + C - 1)
+        with m.Elif(cy >= ky - 1):
+            m.d.sync += [cy.eq(0), cx.eq(cx + 1)]
+        with m.Else():
+            m.d.sync += cy.eq(cy + 1)
+
+        ld = self.ld.payload
+        m.d.comb += self.ld.ready.eq(1)
+        with m.If((self.mx + 1 > kmax) | (self.my + 1 > kmax) | (self.dataflow == 3)
+                  | (self.ld.valid & ((ld.row >= R) | (ld.col >= C)))):
+            m.d.sync += self.error.eq(1)
+
+        # ---- input skew: row r of `left` waits r beats, column c of `bottom` c beats
+        p = self.i.payload
+        h_in, v_in = [], []
+        for r in range(R):
+            item = Signal(moving_layout(cfg), name=f"left_in{r}")
+            m.d.comb += [item.op.eq(p.left[r]), item.valid.eq(take),
+                         item.first.eq(take & p.first)]
+            for s in range(r):
+                reg = Signal(moving_layout(cfg), name=f"skew_l{r}_{s}")
+                with m.If(boundary):
+                    m.d.sync += reg.eq(item)
+                item = reg
+            h_in.append(item)
+        for c in range(C):
+            item = p.bottom[c]
+            for s in range(c):
+                reg = Signal(operand_layout(fmac_config(cfg)), name=f"skew_b{c}_{s}")
+                with m.If(boundary):
+                    m.d.sync += reg.eq(item)
+                item = reg
+            v_in.append(item)
+
+        # ---- the cells
+        shx, shy = Signal(range(cfg.m_max)), Signal(range(cfg.m_max))
+        esub = Signal(range(4 * (kmax - 1) + 1))
+        m.d.comb += [shx.eq((kx - 1 - cx) << 1), shy.eq((ky - 1 - cy) << 1),
+                     esub.eq((cx << 1) + (cy << 1))]
+        cells = [[None] * C for _ in range(R)]
+        for r in range(R):
+            for c in range(C):
+                cell = cells[r][c] = ArrayCell(cfg)
+                m.submodules[f"cell_{r}_{c}"] = cell
+                m.d.comb += [cell.boundary.eq(boundary), cell.first.eq(first),
+                             cell.drain.eq(draining), cell.fwd.eq(fwd), cell.bwd.eq(bwd),
+                             cell.wgrad.eq(wgrad), cell.shx.eq(shx), cell.shy.eq(shy),
+                             cell.esub.eq(esub), cell.ld.eq(ld.group),
+                             cell.ld_we.eq(self.ld.valid & (ld.row == r) & (ld.col == c))]
+        for r in range(R):
+            for c in range(C):
+                cell = cells[r][c]
+                m.d.comb += [
+                    cell.h_in.eq(h_in[r] if c == 0 else cells[r][c - 1].h),
+                    cell.v_in.eq(v_in[c] if r == 0 else cells[r - 1][c].v),
+                    cell.a_left.eq(Const(0, 32) if c == 0 else cells[r][c - 1].a),
+                    cell.a_below.eq(Const(0, 32) if r == 0 else cells[r - 1][c].a),
+                ]
+
+        # ---- output deskew and the valid line
+        vline = Signal(R + C)
+        with m.If(boundary):
+            m.d.sync += vline.eq(Mux(take & ~wgrad, 1, 0) | (vline << 1))
+
+        def deskew(src, stages, name):
+            regs = [Signal(FP32_LAYOUT, name=f"{name}_{s}") for s in range(stages)]
+            with m.If(boundary):
+                m.d.sync += regs[0].eq(src)
+                for s in range(1, stages):
+                    m.d.sync += regs[s].eq(regs[s - 1])
+            return regs[-1]
+
+        for r in range(R):
+            q = deskew(cells[r][C - 1].a_next, R - r, f"right{r}")
+            m.d.comb += self.right[r].eq(Mux(draining, cells[r][C - 1].a.as_value(),
+                                             q.as_value()))
+        for c in range(C):
+            m.d.comb += self.top[c].eq(deskew(cells[R - 1][c].a_next, C - c, f"top{c}"))
+        m.d.comb += self.out_valid.eq(draining | (first & vline[R + C - 1]))
+        return m
+
+
+__all__ = ["FMACArray", "ArrayCell", "input_layout", "load_layout", "moving_layout"]

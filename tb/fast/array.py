@@ -1,0 +1,209 @@
+"""Testbench of FAST's fMAC array (``fast.array``) against the golden cycle model
+(:class:`golden.fast_array.ArraySim`) and ``golden.fast.bfp_gemm``.
+
+Each GEMM is planned on the golden model (:func:`golden.fast_array.array_gemm`: stationary
+loads, input vectors with random bubbles, tiles, the external accumulator); the same inputs are
+then driven into the array cycle by cycle, and ``i.ready``, ``out_valid``, ``error`` and — when
+valid — the output vector must equal the model's in every cycle.  The model's result must equal
+``bfp_gemm`` bit for bit (T20; ``gemm_quantized`` on random BFP groups when the configuration's
+groups are not FAST's 16 elements).
+"""
+
+import functools
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge, ReadOnly
+
+from golden.fast import G, Quantized, bfp_gemm, gemm_quantized, quantize_operands, rounds
+from golden.fast_array import DATAFLOW_CODES, ArrayConfig, ArrayIn, ArraySim, array_gemm
+from hdl.fast.array import input_layout, load_layout
+
+from ..common import config_from_env, idle, reset, rng, start, test_size, uint
+from ..common.layouts import pack
+
+
+@functools.cache
+def _layouts(cfg):
+    return input_layout(cfg), load_layout(cfg)
+
+
+def _group(grp):
+    Es, signs, q = grp
+    return {"es": int(Es), "sign": sum(int(s) << j for j, s in enumerate(signs)),
+            "q": [int(v) for v in q]}
+
+
+def drive(dut, cfg, i: ArrayIn) -> None:
+    in_l, ld_l = _layouts(cfg)
+    dut.mx.value = i.mx // 2 - 1
+    dut.my.value = i.my // 2 - 1
+    dut.dataflow.value = DATAFLOW_CODES[i.dataflow] if isinstance(i.dataflow, str) \
+        else i.dataflow
+    dut.i__valid.value = int(i.valid)
+    if i.valid:
+        vec = {"first": int(i.first), "last": int(i.last)}
+        if i.left is not None:
+            vec["left"] = [_group(g) for g in i.left]
+        if i.bottom is not None:
+            vec["bottom"] = [_group(g) for g in i.bottom]
+        dut.i__payload.value = pack(in_l, vec)
+    dut.ld__valid.value = int(i.ld is not None)
+    if i.ld is not None:
+        r, c, grp = i.ld
+        dut.ld__payload.value = pack(ld_l, {"row": r, "col": c, "group": _group(grp)})
+
+
+def _words(handle, n: int) -> list[int]:
+    v = uint(handle)
+    return [(v >> (32 * k)) & 0xFFFFFFFF for k in range(n)]
+
+
+async def replay(dut, cfg, inputs, outputs, where: str) -> list[int]:
+    """Drive ``inputs`` and compare every cycle with the model's ``outputs``; the cycles in
+    which a vector was accepted."""
+    accepted = []
+    for t, (i, want) in enumerate(zip(inputs, outputs)):
+        drive(dut, cfg, i)
+        await ReadOnly()
+        got = (uint(dut.i__ready), uint(dut.out_valid), uint(dut.error))
+        exp = (int(want.in_ready), int(want.out_valid), int(want.error))
+        assert got == exp, f"{where}: cycle {t}: ready/out_valid/error {got}, model {exp}"
+        if want.out_valid:
+            for name, n in (("right", cfg.rows), ("top", cfg.cols)):
+                g = _words(getattr(dut, name), n)
+                w = [int(v) for v in getattr(want, name)]
+                if name == "top" and i.dataflow != "bwd_data":
+                    continue
+                if name == "right" and i.dataflow == "bwd_data":
+                    continue
+                assert g == w, (f"{where}: cycle {t}: {name} "
+                                f"{[hex(v) for v in g]}, model {[hex(v) for v in w]}")
+        if want.in_ready and i.valid:
+            accepted.append(t)
+        await FallingEdge(dut.clk)
+    return accepted
+
+
+def random_matrices(gen, M, K, N):
+    def mat(shape):
+        x = gen.standard_normal(shape) * np.exp2(gen.integers(-6, 6, shape))
+        x[gen.random(shape) < 0.2] = 0.0
+        x[gen.random(shape) < 0.05] = -0.0
+        return x.astype(np.float32)
+
+    return mat((M, K)), mat((K, N))
+
+
+def operands(gen, cfg, M, K, N, mx, my, dataflow):
+    """Random operands of a GEMM and its golden result: FP32 matrices through ``bfp_gemm`` for
+    16-element groups (FAST's), random BFP groups through ``gemm_quantized`` otherwise."""
+    if cfg.group == G:
+        X, Y = random_matrices(gen, M, K, N)
+        xq, yq = quantize_operands(X, Y, mx, my, dataflow)
+        return xq, yq, bfp_gemm(X, Y, mx, my, dataflow, "paper", array=(cfg.rows, cfg.cols))
+    nG = -(-K // G)
+
+    def quantized(rows, m):
+        Es = gen.integers(110, 145, (rows, nG))
+        q = gen.integers(0, 1 << m, (rows, nG, cfg.group))
+        q[gen.random(q.shape) < 0.2] = 0
+        return Quantized(Es, gen.integers(0, 2, q.shape), q, m)
+
+    xq, yq = quantized(M, mx), quantized(N, my)
+    return xq, yq, gemm_quantized(xq, yq, dataflow, "paper", array=(cfg.rows, cfg.cols))
+
+
+async def gemm(dut, cfg, gen, M, K, N, mx, my, dataflow, gaps, where, sim=None):
+    """One random GEMM planned on the golden model and replayed on the array; its accept
+    cycles.  Without ``sim`` both start from reset; with it, both continue from the state the
+    earlier GEMMs left (``sim`` is the model that planned them)."""
+    xq, yq, want = operands(gen, cfg, M, K, N, mx, my, dataflow)
+    run = array_gemm(cfg, xq, yq, dataflow, gaps=gaps, seed=int(gen.integers(1 << 30)), sim=sim)
+    assert (run.out == want).all(), f"{where}: the array model differs from the GEMM model"
+    if sim is None:
+        idle(dut)
+        await reset(dut)
+    return await replay(dut, cfg, run.inputs, run.outputs, where)
+
+
+def widths(cfg):
+    return [m for m in (2, 4) if m <= cfg.m_max]
+
+
+@cocotb.test()
+async def t20_every_dataflow_and_width(dut):
+    """T20: a GEMM in FWD, BWD-DATA and WGRAD at every (mx, my) in {2, 4}² (that ``m_max``
+    allows), with a partial K-tile, more output columns than one tile holds and random
+    bubbles."""
+    cfg = config_from_env(ArrayConfig)
+    await start(dut)
+    gen = np.random.default_rng(rng("t20").getrandbits(64))
+    for df in DATAFLOW_CODES:
+        tile = cfg.rows if df == "bwd_data" else cfg.cols
+        out_w = cfg.cols if df == "bwd_data" else cfg.rows
+        for mx in widths(cfg):
+            for my in widths(cfg):
+                M = 3 if df != "wgrad" else cfg.rows + 1
+                K = 16 * (tile + 1) - 5 if df != "wgrad" else 40
+                N = out_w + 1 if df != "wgrad" else cfg.cols
+                await gemm(dut, cfg, gen, M, K, N, mx, my, df, 0.25, f"T20 {df} ({mx}, {my})")
+
+
+@cocotb.test()
+async def steady_state_throughput(dut):
+    """With no bubbles, the array takes one input vector every ``rounds(mx, my)`` cycles: one
+    group pair per cell per beat."""
+    cfg = config_from_env(ArrayConfig)
+    await start(dut)
+    gen = np.random.default_rng(rng("throughput").getrandbits(64))
+    for df in DATAFLOW_CODES:
+        for mx, my in {(widths(cfg)[-1], widths(cfg)[-1]), (2, widths(cfg)[-1])}:
+            tile = cfg.rows if df == "bwd_data" else cfg.cols
+            out_w = cfg.cols if df == "bwd_data" else cfg.rows
+            M, K, N = (cfg.rows, 16 * 8, cfg.cols) if df == "wgrad" else (8, 16 * tile, out_w)
+            acc = await gemm(dut, cfg, gen, M, K, N, mx, my, df, 0.0, f"throughput {df}")
+            assert len(acc) == 8 and set(np.diff(acc)) == {rounds(mx, my)}, \
+                f"throughput {df} ({mx}, {my}): vectors accepted at cycles {acc}"
+
+
+@cocotb.test()
+async def random_gemms(dut):
+    """Random GEMMs back to back with no reset between them (the unit's test size counts them):
+    random widths, shapes and bubble rates; the dataflows go FWD, WGRAD, BWD-DATA, WGRAD, then
+    at random, so WGRAD starts from the partial sums the other dataflows leave behind."""
+    cfg = config_from_env(ArrayConfig)
+    await start(dut)
+    gen = np.random.default_rng(rng("random_gemms").getrandbits(64))
+    sim = ArraySim(cfg)
+    order = ["fwd", "wgrad", "bwd_data", "wgrad"]
+    for k in range(test_size()):
+        df = order[k] if k < len(order) else list(DATAFLOW_CODES)[int(gen.integers(3))]
+        mx, my = int(gen.choice(widths(cfg))), int(gen.choice(widths(cfg)))
+        M, N = int(gen.integers(1, 5)), int(gen.integers(1, 6))
+        K = int(gen.integers(1, 16 * (cfg.rows + cfg.cols)))
+        await gemm(dut, cfg, gen, M, K, N, mx, my, df, float(gen.choice([0.0, 0.3, 0.7])),
+                   f"random GEMM {k} {df} ({mx}, {my}) {M}x{K}x{N}", sim=sim)
+
+
+@cocotb.test()
+async def illegal_inputs_set_error(dut):
+    """The sticky error, cycle by cycle with the model: dataflow code 3, a width above
+    ``m_max``, a load outside the array (when the address ports can express one)."""
+    cfg = config_from_env(ArrayConfig)
+    cases = [("dataflow 3", ArrayIn(dataflow=3))]
+    if cfg.m_max < 8:
+        cases.append(("width", ArrayIn(mx=cfg.m_max + 2)))
+    if cfg.rows & (cfg.rows - 1):
+        cases.append(("load row", ArrayIn(ld=(cfg.rows, 0, (1, [0] * cfg.group,
+                                                             [1] * cfg.group)))))
+    await start(dut)
+    for name, bad in cases:
+        idle(dut)
+        await reset(dut)
+        sim = ArraySim(cfg)
+        seq = [ArrayIn(), bad, ArrayIn(), ArrayIn()]
+        outs = [sim.cycle(i) for i in seq]
+        assert [o.error for o in outs] == [False, False, True, True], name
+        await replay(dut, cfg, seq, outs, f"error: {name}")
+    assert uint(dut.error) == 1
