@@ -55,8 +55,14 @@ import numpy as np
 
 from . import ConfigError, check_int
 from .common.fp32 import fp32_add_bits
-from .fast import (DATAFLOWS, FMAC_WIDTHS, FastInputError, Quantized, _check_fmac_width,
-                   fp_gen_bits)
+from .fast import (
+    DATAFLOWS,
+    FMAC_WIDTHS,
+    FastInputError,
+    Quantized,
+    _check_fmac_width,
+    fp_gen_bits,
+)
 
 #: run-time ``dataflow`` codes of the array
 DATAFLOW_CODES = {name: code for code, name in enumerate(DATAFLOWS)}
@@ -125,7 +131,7 @@ class ArraySim:
     def __init__(self, cfg: ArrayConfig = ArrayConfig()):
         self.cfg = cfg
         R, C, g = cfg.rows, cfg.cols, cfg.group
-        z = lambda *s: np.zeros(s, np.int64)  # noqa: E731
+        z = lambda *s: np.zeros(s, np.int64)
         # cell registers: S (stationary), H (+ tags), V, A
         self.S = [z(R, C), z(R, C, g), z(R, C, g)]
         self.H = [z(R, C), z(R, C, g), z(R, C, g)]
@@ -414,7 +420,7 @@ def array_gemm(cfg: ArrayConfig, xq: Quantized, yq: Quantized, dataflow: str = "
                     vecs.append(ArrayIn(valid=True, bottom=grps) if dataflow == "fwd"
                                 else ArrayIn(valid=True, left=grps))
                 side = "right" if dataflow == "fwd" else "top"
-                res = stream(vecs, M, lambda o: getattr(o, side).copy())
+                res = stream(vecs, M, lambda o, side=side: getattr(o, side).copy())
                 run.tiles.append(res)
                 width = R if dataflow == "fwd" else C
                 for i, vec in enumerate(res):
@@ -438,5 +444,12 @@ def array_gemm(cfg: ArrayConfig, xq: Quantized, yq: Quantized, dataflow: str = "
     return run
 
 
-__all__ = ["DATAFLOW_CODES", "ArrayConfig", "ArrayIn", "ArrayOut", "ArraySim", "ArrayRun",
-           "array_gemm"]
+__all__ = [
+    "DATAFLOW_CODES",
+    "ArrayConfig",
+    "ArrayIn",
+    "ArrayOut",
+    "ArrayRun",
+    "ArraySim",
+    "array_gemm",
+]

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 
 from golden import ConfigError
-from golden.fast import (DATAFLOWS, FastInputError, Quantized, bfp_gemm, fmac_group,
-                         gemm_quantized, quantize_operands, rounds)
+from golden.fast import (
+    DATAFLOWS,
+    FastInputError,
+    Quantized,
+    bfp_gemm,
+    fmac_group,
+    gemm_quantized,
+    quantize_operands,
+    rounds,
+)
 from golden.fast_array import ArrayConfig, ArrayIn, ArraySim, array_gemm
 
 

@@ -15,7 +15,14 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.fast import G, Quantized, bfp_gemm, gemm_quantized, quantize_operands, rounds
+from golden.fast import (
+    G,
+    Quantized,
+    bfp_gemm,
+    gemm_quantized,
+    quantize_operands,
+    rounds,
+)
 from golden.fast_array import DATAFLOW_CODES, ArrayConfig, ArrayIn, ArraySim, array_gemm
 from hdl.fast.array import input_layout, load_layout
 
