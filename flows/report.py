@@ -42,6 +42,15 @@ class Comparison:
     denominator: str
     paper_ratio: float
     source: str
+    #: instances of the denominator (a larger structure built from a measured block)
+    denominator_count: int = 1
+    #: the numerator's share of (numerator + denominator) rather than their ratio
+    share: bool = False
+
+    def ours(self, areas: dict) -> float:
+        den = self.denominator_count * areas[self.denominator]
+        num = areas[self.numerator]
+        return num / (den + num) if self.share else num / den
 
 
 def paper_figures() -> dict[str, str]:
@@ -63,7 +72,7 @@ def _area_row(name: str, r: dict, papers: dict) -> str:
 
 
 def _ratio_section(areas: dict) -> str:
-    rows = [f"| {c.label} | {areas[c.numerator] / areas[c.denominator]:.3f} | "
+    rows = [f"| {c.label} | {c.ours(areas):.3f} | "
             f"{c.paper_ratio:.3f} | {c.source} |"
             for c in families.comparisons() if c.numerator in areas and c.denominator in areas]
     if not rows:

@@ -95,11 +95,14 @@ UNITS = (
          paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array alone"),
 )
 
-#: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC)
+#: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC); one cell of the array
 PARTS = (
     Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
          summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
          paper="1x (FAST Table IV, 0.885 mW)"),
+    Part(name="fast.array/cell", unit="fast.array", component="hdl.fast.array:ArrayCell",
+         summary="one cell of the fMAC array: the fMAC datapath with its stationary, moving "
+                 "and partial-sum registers"),
 )
 
 #: FAST Table IV: ASIC area of 16 MACs normalized to the fMAC
@@ -111,6 +114,12 @@ COMPARISONS = tuple(
                                    ("INT-12", "baseline.mac16/int12", 5.6),
                                    ("bfloat16", "baseline.mac16", 9.6),
                                    ("FP16", "baseline.mac16/fp16", 10.6))
+) + (
+    Comparison(label="converter share of converter + 16 x 16 fMAC array (256 cells)",
+               numerator="fast.converter", denominator="fast.array/cell",
+               denominator_count=256, share=True, paper_ratio=0.0456,
+               source="FAST Table III: 4.56 % of the whole system, whose SRAMs (3 x 128 banks x "
+                      "16 kB) are not here; the array's skew/deskew registers are left out"),
 )
 
 BENCHES = (
