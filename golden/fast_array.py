@@ -124,6 +124,16 @@ def _zero_groups(n, g):
     return np.zeros(n, np.int64), np.zeros((n, g), np.int64), np.zeros((n, g), np.int64)
 
 
+def _delay(lines: list, k: int, item):
+    """Push ``item`` into delay line ``lines[k]`` (newest first); what leaves it (``item``
+    itself through a line of no stages)."""
+    line = lines[k]
+    if not line:
+        return item
+    lines[k] = [item] + line[:-1]
+    return line[-1]
+
+
 class ArraySim:
     """Cycle model of the array: :meth:`outputs` for the current cycle's inputs, then
     :meth:`step` for the clock edge (or :meth:`cycle` for both)."""
@@ -259,23 +269,13 @@ class ArraySim:
             h_in, v_in = [], []
             for r in range(R):
                 Es, s_, q_ = left[r]
-                item = (Es, zero if s_ is None else s_, zero if q_ is None else q_,
-                        int(take), int(take and i.first))
-                line = self.skew_l[r]
-                if line:
-                    h_in.append(line[-1])
-                    self.skew_l[r] = [item] + line[:-1]
-                else:
-                    h_in.append(item)
+                h_in.append(_delay(self.skew_l, r, (Es, zero if s_ is None else s_,
+                                                    zero if q_ is None else q_,
+                                                    int(take), int(take and i.first))))
             for c in range(C):
                 Es, s_, q_ = bottom[c]
-                item = (Es, zero if s_ is None else s_, zero if q_ is None else q_)
-                line = self.skew_b[c]
-                if line:
-                    v_in.append(line[-1])
-                    self.skew_b[c] = [item] + line[:-1]
-                else:
-                    v_in.append(item)
+                v_in.append(_delay(self.skew_b, c, (Es, zero if s_ is None else s_,
+                                                    zero if q_ is None else q_)))
             # H moves right, V moves up
             for k in range(3):
                 self.H[k][:, 1:] = self.H[k][:, :-1]

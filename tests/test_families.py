@@ -35,6 +35,21 @@ def test_declarations_reach_the_flows():
     assert [a.name for a in families.tensor_analyses()] == ["gecko"]
 
 
+def test_comparison_ratios_counts_and_shares():
+    areas = {"a": 30.0, "b": 10.0}
+    ratio = report.Comparison(label="r", numerator="a", denominator="b", paper_ratio=1, source="")
+    assert ratio.ours(areas) == 3.0
+    many = report.Comparison(label="m", numerator="a", denominator="b", paper_ratio=1, source="",
+                             denominator_count=6)
+    assert many.ours(areas) == 0.5
+    share = report.Comparison(label="s", numerator="a", denominator="b", paper_ratio=1,
+                              source="", denominator_count=7, share=True)
+    assert share.ours(areas) == 0.3
+    text = report._ratio_section({"fast.converter": 30.0, "fast.array/cell": 10.0})
+    assert "| converter share of converter + 16 x 16 fMAC array (256 cells) | 0.012 | 0.046 |" \
+        in text
+
+
 @pytest.mark.parametrize("unit_name", sorted(registry.UNITS))
 def test_unit_declarations_are_valid(unit_name):
     unit = registry.get(unit_name)
