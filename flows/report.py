@@ -30,6 +30,9 @@ class Part:
     overrides: dict = field(default_factory=dict)
     #: the paper's own figure for this part, shown beside ours
     paper: str = ""
+    #: also synthesize it hierarchically and show its area by block (the unit's breakdown
+    #: paths), as the paper reports it
+    breakdown: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +84,12 @@ def _ratio_section(areas: dict) -> str:
             "\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
+def _blocks(name: str, r: dict) -> str:
+    from .synth import breakdown_markdown
+
+    return "\n" + breakdown_markdown(r).replace("## Area by block", f"## {name}: area by block", 1)
+
+
 def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
     """Area reports of a unit and of its parts, keyed by report name."""
     from .synth import area
@@ -94,7 +103,7 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
                 results[part.name] = area(unit, unit.make_config(cfg, **part.overrides),
                                           liberty=liberty, clock_ns=clock_ns,
                                           outdir=outdir / part.name.replace("/", "-"),
-                                          factory=factory)
+                                          factory=factory, breakdown=part.breakdown)
     except FlowError as e:
         raise FlowError(f"{unit.name}: {e}") from None
     return results
@@ -111,7 +120,8 @@ def _tables(results: dict, first_column: dict | None = None) -> str:
             row = row.replace(f"| {name} |", f"| {name} | {first_column.get(name, '')} |", 1)
         rows.append(row)
     areas = {n: r["area_um2"] for n, r in results.items()}
-    return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
+    blocks = "".join(_blocks(name, r) for name, r in results.items() if r.get("breakdown"))
+    return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas) + blocks
             + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
               "papers' 65/45/28 nm figures.\n")
 

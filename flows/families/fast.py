@@ -81,8 +81,9 @@ UNITS = (
          config="golden.fast:FMACConfig", component="hdl.fast:FMAC",
          testbench="tb.fast.fmac", preset="fast-paper",
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
-         test_sizes={"quick": 200, "standard": 1000, "full": 20000},
+         test_sizes={"quick": 12, "standard": 60, "full": 10000},
          synth_overrides={"group": 4, "m_max": 4},
+         breakdown=("multipliers.products", "multipliers.tree", "fp_gen", "fp_add"),
          paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
     Unit(name="fast.array",
          summary="FAST fMAC systolic array: rows x cols fMAC cells, FWD / BWD-DATA / WGRAD "
@@ -99,7 +100,7 @@ UNITS = (
 PARTS = (
     Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
          summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
-         paper="1x (FAST Table IV, 0.885 mW)"),
+         paper="1x (FAST Table IV, 0.885 mW)", breakdown=True),
     Part(name="fast.array/cell", unit="fast.array", component="hdl.fast.array:ArrayCell",
          summary="one cell of the fMAC array: the fMAC datapath with its stationary, moving "
                  "and partial-sum registers"),

@@ -1,9 +1,12 @@
-"""Generic arithmetic blocks: reduction trees, adder trees and a jamming right shifter.
+"""Generic arithmetic blocks: reduction trees, adder trees (inline or as a component) and a
+jamming right shifter.
 
 Each helper adds combinational logic to a module ``m`` and returns the result signal(s).
 """
 
-from amaranth.hdl import Const, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
 
 def tree_reduce(m, items, pick, shape, name: str):
@@ -49,6 +52,25 @@ def adder_tree(m, values, width, name: str):
     out = Signal(shape, name=name)
     m.d.comb += out.eq(level[0])
     return out
+
+
+class AdderTree(wiring.Component):
+    """:func:`adder_tree` as a component of its own (a block of its own in area breakdowns).
+
+    Ports
+    -----
+    i : In(ArrayLayout(shape, n)); o : Out(signed(width))
+    """
+
+    def __init__(self, n: int, shape, width: int):
+        self.n = n
+        super().__init__({"i": In(data.ArrayLayout(shape, n)), "o": Out(signed(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.o.eq(adder_tree(m, [self.i[k] for k in range(self.n)], len(self.o),
+                                         "sum"))
+        return m
 
 
 def jam_right(m, x, amount, name: str):

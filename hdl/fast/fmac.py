@@ -20,7 +20,7 @@ from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
 from golden.fast import FMACConfig
 
-from ..common.arith import adder_tree
+from ..common.arith import AdderTree
 from ..common.formats import layout
 from ..common.fpadd import FPAdder
 from ..common.rounding import Round
@@ -46,10 +46,37 @@ def fp_gen_config(cfg: FMACConfig) -> RoundConfig:
                        exp_width=10, mode="rne")
 
 
+class ChunkMultipliers(wiring.Component):
+    """One round's 2b x 2b multipliers (combinational): chunk ``x.q >> shx`` of every X
+    magnitude times chunk ``y.q >> shy`` of the Y magnitude in the same lane, negated when the
+    signs differ.
+
+    Ports
+    -----
+    x, y : In(operand layout); shx, shy : In(range(m_max)); prod : Out(group × signed(5))
+    """
+
+    def __init__(self, cfg: FMACConfig):
+        self.cfg = cfg
+        op = operand_layout(cfg)
+        super().__init__({"x": In(op), "y": In(op), "shx": In(range(cfg.m_max)),
+                          "shy": In(range(cfg.m_max)),
+                          "prod": Out(data.ArrayLayout(signed(5), cfg.group))})
+
+    def elaborate(self, platform):
+        m = Module()
+        x, y = self.x, self.y
+        for j in range(self.cfg.group):
+            a = Signal(2, name=f"chx{j}")
+            b = Signal(2, name=f"chy{j}")
+            m.d.comb += [a.eq(x.q[j] >> self.shx), b.eq(y.q[j] >> self.shy),
+                         self.prod[j].eq(Mux(x.sign[j] ^ y.sign[j], -(a * b), a * b))]
+        return m
+
+
 class ChunkProducts(wiring.Component):
-    """One round's multiplier array (combinational): 2-bit chunk ``x.q >> shx`` of every X
-    magnitude times chunk ``y.q >> shy`` of the Y magnitude in the same lane, signed by the
-    product sign, summed by an adder tree into ``p``.
+    """One round's multiplier array: :class:`ChunkMultipliers` (``products``) and the adder
+    tree summing them into ``p`` (``tree``), combinational.
 
     Ports
     -----
@@ -64,16 +91,10 @@ class ChunkProducts(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        x, y = self.x, self.y
-        prods = []
-        for j in range(self.cfg.group):
-            a = Signal(2, name=f"chx{j}")
-            b = Signal(2, name=f"chy{j}")
-            m.d.comb += [a.eq(x.q[j] >> self.shx), b.eq(y.q[j] >> self.shy)]
-            t = Signal(signed(5), name=f"prod{j}")
-            m.d.comb += t.eq(Mux(x.sign[j] ^ y.sign[j], -(a * b), a * b))
-            prods.append(t)
-        m.d.comb += self.p.eq(adder_tree(m, prods, len(self.p), "ptree"))
+        mul = m.submodules.products = ChunkMultipliers(self.cfg)
+        tree = m.submodules.tree = AdderTree(self.cfg.group, signed(5), len(self.p))
+        m.d.comb += [mul.x.eq(self.x), mul.y.eq(self.y), mul.shx.eq(self.shx),
+                     mul.shy.eq(self.shy), tree.i.eq(mul.prod), self.p.eq(tree.o)]
         return m
 
 
@@ -169,4 +190,4 @@ class FMAC(wiring.Component):
         return m
 
 
-__all__ = ["FMAC", "ChunkProducts", "operand_layout", "pair_layout", "fp_gen_config"]
+__all__ = ["FMAC", "ChunkProducts", "ChunkMultipliers", "operand_layout", "pair_layout", "fp_gen_config"]

@@ -124,23 +124,28 @@ async def spec_vectors(dut):
 
 @cocotb.test()
 async def random_dot_products(dut):
-    """The unit's test size in random group pairs (1,000 in ``make test``), every (mx, my)
-    combination the configuration allows, chained into dot products of 1-6 pairs."""
+    """The unit's test size in random group pairs *per (mx, my) combination* the configuration
+    allows (60 in ``make test``, 10,000 at full effort), in random order, chained into dot
+    products of 1-6 pairs."""
     cfg = config_from_env(FMACConfig)
     await start(dut)
     r = rng("random_dot_products")
     gen = np.random.default_rng(r.getrandbits(64))
     ws = widths(cfg)
+    combos = [(a, b) for a in ws for b in ws] * test_size()
+    order = gen.permutation(len(combos))
     pairs = []
     left = 0
-    while len(pairs) < test_size():
+    for k in order:
         clear = left == 0
         if clear:
             left = int(gen.integers(1, 7))
         left -= 1
-        pairs.append(random_pair(cfg, gen, int(gen.choice(ws)), int(gen.choice(ws)), clear))
-    combos = {(p[1], p[3]) for p in pairs}
-    assert combos == {(a, b) for a in ws for b in ws}, combos
+        pairs.append(random_pair(cfg, gen, *combos[k], clear))
+    counts = {}
+    for p in pairs:
+        counts[(p[1], p[3])] = counts.get((p[1], p[3]), 0) + 1
+    assert counts == {c: test_size() for c in set(combos)}, counts
     await stream(dut, cfg, pairs, "random")
 
 
