@@ -16,6 +16,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.fast import (
+    FMAC_WIDTHS,
     G,
     Quantized,
     bfp_gemm,
@@ -134,8 +135,9 @@ async def gemm(dut, cfg, gen, M, K, N, mx, my, dataflow, gaps, where, sim=None):
     return await replay(dut, cfg, run.inputs, run.outputs, where)
 
 
-def widths(cfg):
-    return [m for m in (2, 4) if m <= cfg.m_max]
+def widths(cfg, fast_only=True):
+    """The run-time widths the array holds: FAST's 2 and 4 (T20), or every fMAC width."""
+    return [m for m in ((2, 4) if fast_only else FMAC_WIDTHS) if m <= cfg.m_max]
 
 
 @cocotb.test()
@@ -177,7 +179,7 @@ async def steady_state_throughput(dut):
 @cocotb.test()
 async def random_gemms(dut):
     """Random GEMMs back to back with no reset between them (the unit's test size counts them):
-    random widths, shapes and bubble rates; the dataflows go FWD, WGRAD, BWD-DATA, WGRAD, then
+    random widths (every fMAC width up to ``m_max``), shapes and bubble rates; the dataflows go FWD, WGRAD, BWD-DATA, WGRAD, then
     at random, so WGRAD starts from the partial sums the other dataflows leave behind."""
     cfg = config_from_env(ArrayConfig)
     await start(dut)
@@ -186,7 +188,7 @@ async def random_gemms(dut):
     order = ["fwd", "wgrad", "bwd_data", "wgrad"]
     for k in range(test_size()):
         df = order[k] if k < len(order) else list(DATAFLOW_CODES)[int(gen.integers(3))]
-        mx, my = int(gen.choice(widths(cfg))), int(gen.choice(widths(cfg)))
+        mx, my = (int(gen.choice(widths(cfg, False))) for _ in range(2))
         M, N = int(gen.integers(1, 5)), int(gen.integers(1, 6))
         K = int(gen.integers(1, 16 * (cfg.rows + cfg.cols)))
         await gemm(dut, cfg, gen, M, K, N, mx, my, df, float(gen.choice([0.0, 0.3, 0.7])),
@@ -198,18 +200,19 @@ async def illegal_inputs_set_error(dut):
     """The sticky error, cycle by cycle with the model: dataflow code 3, a width above
     ``m_max``, a load outside the array (when the address ports can express one)."""
     cfg = config_from_env(ArrayConfig)
-    cases = [("dataflow 3", ArrayIn(dataflow=3))]
+    ok = ArrayIn(mx=2, my=2)
+    cases = [("dataflow 3", ArrayIn(dataflow=3, mx=2, my=2))]
     if cfg.m_max < 8:
-        cases.append(("width", ArrayIn(mx=cfg.m_max + 2)))
+        cases.append(("width", ArrayIn(mx=cfg.m_max + 2, my=2)))
     if cfg.rows & (cfg.rows - 1):
-        cases.append(("load row", ArrayIn(ld=(cfg.rows, 0, (1, [0] * cfg.group,
-                                                             [1] * cfg.group)))))
+        cases.append(("load row", ArrayIn(mx=2, my=2, ld=(cfg.rows, 0, (1, [0] * cfg.group,
+                                                                      [1] * cfg.group)))))
     await start(dut)
     for name, bad in cases:
         idle(dut)
         await reset(dut)
         sim = ArraySim(cfg)
-        seq = [ArrayIn(), bad, ArrayIn(), ArrayIn()]
+        seq = [ok, bad, ok, ok]
         outs = [sim.cycle(i) for i in seq]
         assert [o.error for o in outs] == [False, False, True, True], name
         await replay(dut, cfg, seq, outs, f"error: {name}")
