@@ -1,9 +1,10 @@
 """FAST (``seed-fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
 and the BFP GEMM.
 
-Declares the converter and fMAC units, the Table IV area ratios against the 16-MAC baselines
-(:mod:`flows.families.baseline`) and the golden model's benchmarks; and the fMAC
-systolic array.
+Declares the converter, fMAC and fMAC systolic-array units, the parts the reports measure on
+their own (the fMAC with FAST's 2/4-bit registers, by block; one array cell), the Table IV area
+ratios against the 16-MAC baselines (:mod:`flows.families.baseline`), the converter's share of a
+16 x 16 array and the golden model's benchmarks.
 """
 
 import time
