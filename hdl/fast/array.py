@@ -25,7 +25,7 @@ from golden.fast_array import ArrayConfig
 from ..common.formats import layout
 from ..common.fpadd import FPAdder
 from ..common.rounding import Round
-from .fmac import ChunkProducts, fp_gen_config, operand_layout
+from .fmac import ChunkProducts, chunk_count, fp_gen_config, operand_layout
 
 FP32_LAYOUT = layout(FP32)
 
@@ -187,12 +187,7 @@ class FMACArray(wiring.Component):
         m = Module()
 
         # ---- controller: widths, dataflow, round counters, WGRAD countdown and drain
-        def width(code):
-            k = Signal(range(1, kmax + 1))
-            m.d.comb += k.eq(Mux(code + 1 > kmax, kmax, code + 1))
-            return k
-
-        kx, ky = width(self.mx), width(self.my)
+        kx, ky = chunk_count(m, self.mx, kmax), chunk_count(m, self.my, kmax)
         fwd, bwd, wgrad = Signal(), Signal(), Signal()
         m.d.comb += [fwd.eq((self.dataflow == 0) | (self.dataflow == 3)),
                      bwd.eq(self.dataflow == 1), wgrad.eq(self.dataflow == 2)]

@@ -46,6 +46,14 @@ def fp_gen_config(cfg: FMACConfig) -> RoundConfig:
                        exp_width=10, mode="rne")
 
 
+def chunk_count(m, code, kmax: int):
+    """2-bit chunks of a run-time width code ``m / 2 - 1``, clamped to the ``kmax`` chunks the
+    operand registers hold (a wider request is the caller's sticky error)."""
+    k = Signal(range(1, kmax + 1))
+    m.d.comb += k.eq(Mux(code + 1 > kmax, kmax, code + 1))
+    return k
+
+
 class ChunkMultipliers(wiring.Component):
     """One round's 2b x 2b multipliers (combinational): chunk ``x.q >> shx`` of every X
     magnitude times chunk ``y.q >> shy`` of the Y magnitude in the same lane, negated when the
@@ -147,13 +155,9 @@ class FMAC(wiring.Component):
         m.d.comb += [self.grp.ready.eq(~self.busy | self.last),
                      take.eq(self.grp.valid & self.grp.ready)]
 
-        def width(code):
-            k = Signal(range(1, kmax + 1))
-            m.d.comb += k.eq(Mux(code + 1 > kmax, kmax, code + 1))
-            return k
-
         with m.If(take):
-            m.d.sync += [x.eq(p.x), y.eq(p.y), kx.eq(width(p.mx)), ky.eq(width(p.my)),
+            m.d.sync += [x.eq(p.x), y.eq(p.y), kx.eq(chunk_count(m, p.mx, kmax)),
+                         ky.eq(chunk_count(m, p.my, kmax)),
                          cx.eq(0), cy.eq(0), fresh.eq(p.clear), self.busy.eq(1)]
             with m.If((p.mx + 1 > kmax) | (p.my + 1 > kmax)):
                 m.d.sync += self.error.eq(1)
@@ -190,4 +194,4 @@ class FMAC(wiring.Component):
         return m
 
 
-__all__ = ["FMAC", "ChunkProducts", "ChunkMultipliers", "operand_layout", "pair_layout", "fp_gen_config"]
+__all__ = ["FMAC", "ChunkProducts", "ChunkMultipliers", "chunk_count", "operand_layout", "pair_layout", "fp_gen_config"]

@@ -29,17 +29,12 @@ from hdl.fast.array import input_layout, load_layout
 
 from ..common import config_from_env, idle, reset, rng, start, test_size, uint
 from ..common.layouts import pack
+from .fmac import operand_value
 
 
 @functools.cache
 def _layouts(cfg):
     return input_layout(cfg), load_layout(cfg)
-
-
-def _group(grp):
-    Es, signs, q = grp
-    return {"es": int(Es), "sign": sum(int(s) << j for j, s in enumerate(signs)),
-            "q": [int(v) for v in q]}
 
 
 def drive(dut, cfg, i: ArrayIn) -> None:
@@ -52,14 +47,14 @@ def drive(dut, cfg, i: ArrayIn) -> None:
     if i.valid:
         vec = {"first": int(i.first), "last": int(i.last)}
         if i.left is not None:
-            vec["left"] = [_group(g) for g in i.left]
+            vec["left"] = [operand_value(g) for g in i.left]
         if i.bottom is not None:
-            vec["bottom"] = [_group(g) for g in i.bottom]
+            vec["bottom"] = [operand_value(g) for g in i.bottom]
         dut.i__payload.value = pack(in_l, vec)
     dut.ld__valid.value = int(i.ld is not None)
     if i.ld is not None:
         r, c, grp = i.ld
-        dut.ld__payload.value = pack(ld_l, {"row": r, "col": c, "group": _group(grp)})
+        dut.ld__payload.value = pack(ld_l, {"row": r, "col": c, "group": operand_value(grp)})
 
 
 def _words(handle, n: int) -> list[int]:

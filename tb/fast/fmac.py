@@ -24,13 +24,15 @@ def _layout(cfg):
     return pair_layout(cfg)
 
 
-def payload(cfg, x, mx, y, my, clear) -> int:
-    def operand(o):
-        Es, signs, q = o
-        return {"es": int(Es), "sign": sum(int(s) << j for j, s in enumerate(signs)),
-                "q": [int(v) for v in q]}
+def operand_value(grp) -> dict:
+    """A BFP group ``(Es, signs, q)`` as the value of :func:`hdl.fast.operand_layout`."""
+    Es, signs, q = grp
+    return {"es": int(Es), "sign": sum(int(s) << j for j, s in enumerate(signs)),
+            "q": [int(v) for v in q]}
 
-    return pack(_layout(cfg), {"x": operand(x), "y": operand(y), "mx": mx // 2 - 1,
+
+def payload(cfg, x, mx, y, my, clear) -> int:
+    return pack(_layout(cfg), {"x": operand_value(x), "y": operand_value(y), "mx": mx // 2 - 1,
                                "my": my // 2 - 1, "clear": int(clear)})
 
 
