@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing Python packages into $(VENV)"
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e .
+	@$(PY) -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
 demo: setup

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ConfigError, check_int
+from .common import int_matmul_t
 from .common.fp32 import fp32_add, fp32_add_bits
 from .common.rounding import RoundConfig, round_raw
 
@@ -535,12 +536,6 @@ def _tile_groups(dataflow: str, array) -> int | None:
     return None if dataflow == "wgrad" else cols if dataflow == "fwd" else rows
 
 
-def _int_matmul(a, b):
-    """``a @ b.T`` of small integer matrices, through float64 BLAS: every partial sum is an
-    integer below 2**53, so the result is exact."""
-    return np.rint(a.astype(np.float64) @ b.astype(np.float64).T).astype(np.int64)
-
-
 def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: str = "paper",
                    array=None) -> np.ndarray:
     """``C = X · Y`` from quantized operands: ``xq`` holds X's rows and ``yq`` Y's columns, both
@@ -571,14 +566,14 @@ def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: st
         qx, qy = xq.q[:, b, :], yq.q[:, b, :]
         ex, ey = xq.Es[:, b][:, None], yq.Es[:, b][None, :]
         if mode == "exact":
-            P = _int_matmul(sx[:, b, :] * qx, sy[:, b, :] * qy)
+            P = int_matmul_t(sx[:, b, :] * qx, sy[:, b, :] * qy)
             acc = fp32_add_bits(acc, fp_gen_bits(P, ex - (mx - 2), ey - (my - 2)))
         else:
             for cx in range(kx):
                 chx = sx[:, b, :] * ((qx >> (2 * (kx - 1 - cx))) & 3)
                 for cy in range(ky):
                     chy = sy[:, b, :] * ((qy >> (2 * (ky - 1 - cy))) & 3)
-                    acc = fp32_add_bits(acc, fp_gen_bits(_int_matmul(chx, chy), ex - 2 * cx,
+                    acc = fp32_add_bits(acc, fp_gen_bits(int_matmul_t(chx, chy), ex - 2 * cx,
                                                          ey - 2 * cy))
         if (b + 1) % tile == 0 or b + 1 == n_groups:
             out = fp32_add_bits(out, acc)

@@ -62,6 +62,13 @@ def float_to_bf16(values):
     return fp32_to_bf16_rne(float_to_fp32(values))
 
 
+def int_matmul_t(a, b):
+    """``a @ b.T`` of small integer matrices, through float64 BLAS.  The callers' operands keep
+    every partial sum an integer below ``2**53``, so the result is exact (and ``int64``)."""
+    return np.rint(np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T
+                   ).astype(np.int64)
+
+
 def msb_index(x: int) -> int:
     """Index of the most significant set bit of a positive int (the leading-one detector)."""
     if x <= 0:
@@ -72,5 +79,6 @@ def msb_index(x: int) -> int:
 __all__ = [
     "FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3", "E5M2",
     "INT8", "INT12", "FORMATS", "format_named", "fields", "pack", "bf16_to_float",
-    "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "msb_index",
+    "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "int_matmul_t",
+    "msb_index",
 ]
