@@ -26,13 +26,15 @@ array's (§5.3): operands grouped along the reduction dimension, the partial sum
 started from +0 and added to the output in tile order.
 """
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import ConfigError, check_int
 from .common import int_matmul_t
+from .common.lfsr import LaneRNG as _LaneRNG
+from .common.lfsr import lane_seeds as _lane_seeds
+from .common.lfsr import lfsr16_step
 from .common.fp32 import fp32_add, fp32_add_bits
 from .common.rounding import RoundConfig, round_raw
 
@@ -50,10 +52,7 @@ DATAFLOWS = ("fwd", "bwd_data", "wgrad")
 FMAC_MODES = ("paper", "exact")
 #: LFSR lanes of the converter and their seeds (§3 [choice])
 LANES = 16
-LANE_SEEDS = tuple((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(LANES))
-assert all(LANE_SEEDS) and all((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(64))
-#: period of the 16-bit maximal-length LFSR
-PERIOD = (1 << 16) - 1
+LANE_SEEDS = _lane_seeds(LANES)
 
 
 class FastInputError(ConfigError):
@@ -284,68 +283,21 @@ def fmac_group(acc, x, mx: int, y, my: int, mode: str = "paper"):
 
 
 # ----------------------------------------------------------------------------------------------
-# LFSR bank (§3 [choice])
-
-def lfsr16_step(s: int) -> int:
-    """One step of the 16-bit Fibonacci LFSR x^16 + x^14 + x^13 + x^11 + 1."""
-    bit = (s ^ (s >> 2) ^ (s >> 3) ^ (s >> 5)) & 1
-    return ((s >> 1) | (bit << 15)) & 0xFFFF
-
-
-@functools.cache
-def _lfsr_cycle():
-    """The LFSR's maximal cycle: ``seq[k]`` is the state ``k`` steps after state 1, ``pos`` the
-    inverse (every non-zero 16-bit state appears once)."""
-    seq = np.empty(PERIOD, dtype=np.int64)
-    s = 1
-    for k in range(PERIOD):
-        seq[k] = s
-        s = lfsr16_step(s)
-    pos = np.full(1 << 16, -1, dtype=np.int64)
-    pos[seq] = np.arange(PERIOD)
-    return seq, pos
-
+# LFSR bank (§3 [choice]): the shared bank, drawing SR_BITS bits per lane
 
 def lane_seeds(lanes: int = LANES) -> tuple:
-    """The converter's lane seeds ``(0xACE1 ^ 0x1F35 * i) & 0xFFFF`` (§3 [choice]), all non-zero
-    for up to 64 lanes."""
-    return tuple((0xACE1 ^ (0x1F35 * i)) & 0xFFFF for i in range(lanes))
+    """The converter's lane seeds (:func:`golden.common.lfsr.lane_seeds`)."""
+    return _lane_seeds(lanes)
 
 
-class LaneRNG:
-    """The converter's per-lane LFSRs: one draw steps every lane 8 times and returns the 8
-    freshly generated bits of each, ``R = s >> 8`` (§3).  The hardware steps only on
-    conversions with ``is_grad = 1``; each :meth:`draw` is one such conversion.
-
-    ``lanes`` defaults to the paper's 16 (a converter for other group sizes has one LFSR per
-    lane, seeded by :func:`lane_seeds`).  The lanes are followed by their position on the
-    LFSR's cycle (built once from :func:`lfsr16_step`), so :meth:`draws` produces many
-    conversions' values at NumPy speed.
-    """
+class LaneRNG(_LaneRNG):
+    """The converter's per-lane LFSRs (:class:`golden.common.lfsr.LaneRNG`): one draw steps
+    every lane 8 times and returns the 8 freshly generated bits of each, ``R = s >> 8`` (§3).
+    The hardware steps only on conversions with ``is_grad = 1``; each :meth:`draw` is one such
+    conversion.  ``lanes`` defaults to the paper's 16."""
 
     def __init__(self, seeds=None, lanes: int = LANES):
-        seeds = lane_seeds(lanes) if seeds is None else tuple(int(s) for s in seeds)
-        if len(seeds) != lanes or not all(0 < s <= 0xFFFF for s in seeds):
-            raise FastInputError("seeds", seeds, f"{lanes} non-zero 16-bit values")
-        self.lanes = lanes
-        self._pos = _lfsr_cycle()[1][np.array(seeds)]
-
-    @property
-    def state(self) -> np.ndarray:
-        """The lanes' 16-bit LFSR states."""
-        return _lfsr_cycle()[0][self._pos]
-
-    def draw(self) -> np.ndarray:
-        """One conversion's 16 random bytes."""
-        return self.draws(1)[0]
-
-    def draws(self, n: int) -> np.ndarray:
-        """``n`` conversions' random bytes, an ``(n, lanes)`` uint8 array (row ``t`` = draw
-        ``t``)."""
-        steps = SR_BITS * np.arange(1, n + 1, dtype=np.int64)[:, None]
-        states = _lfsr_cycle()[0][(self._pos[None, :] + steps) % PERIOD]
-        self._pos = (self._pos + SR_BITS * n) % PERIOD
-        return (states >> 8).astype(np.uint8)
+        super().__init__(seeds, lanes, SR_BITS)
 
 
 # ----------------------------------------------------------------------------------------------

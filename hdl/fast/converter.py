@@ -26,6 +26,7 @@ from golden.fast import SR_BITS, ConverterConfig, _quant_config, lane_seeds
 
 from ..common.arith import adder_tree, tree_reduce
 from ..common.formats import decode, layout
+from ..common.lfsr import lfsr_steps
 from ..common.rounding import Round
 
 #: width of the chunk exponents (``Es - 2c`` may go below 0, spec §4.3)
@@ -55,17 +56,6 @@ def output_layout(cfg: ConverterConfig) -> data.StructLayout:
         "num": bits_for(3 * g),
         "den": bits_for(((1 << (cfg.m - 2)) - 1) * g),
     })
-
-
-def _lfsr_step8(m, state, name: str):
-    """Eight unrolled steps of x^16 + x^14 + x^13 + x^11 + 1 (golden.fast.lfsr16_step); each
-    step is a signal of its own, so the expressions stay linear in the number of steps."""
-    s = state
-    for k in range(SR_BITS):
-        nxt = Signal(16, name=f"{name}_s{k + 1}")
-        m.d.comb += nxt.eq(Cat(s[1:], s[0] ^ s[2] ^ s[3] ^ s[5]))
-        s = nxt
-    return s
 
 
 class Converter(wiring.Component):
@@ -124,7 +114,7 @@ class Converter(wiring.Component):
         step = p.is_grad & ~p.rand_en
         for j, (_, sign, e, sig) in enumerate(lanes):
             lfsr = Signal(16, name=f"lfsr{j}", init=lane_seeds(g)[j])
-            nxt = _lfsr_step8(m, lfsr, f"lfsr{j}")
+            nxt = lfsr_steps(m, lfsr, SR_BITS, f"lfsr{j}")
             with m.If(take & step):
                 m.d.sync += lfsr.eq(nxt)
             noise = Mux(p.is_grad, Mux(p.rand_en, p.rand[j], nxt[16 - SR_BITS:]), 0)
