@@ -56,21 +56,71 @@ class Comparison:
         return num / (den + num) if self.share else num / den
 
 
+@dataclass(frozen=True, kw_only=True)
+class Scaling:
+    """Area against a size measure of the configuration (e.g. an array's N²W MACs), over the
+    unit and parts named in ``members``, with a least-squares line ``area = slope * size +
+    intercept`` and its R² (a paper's linear area model, e.g. Equinox's m·n²·w·a_alu)."""
+
+    label: str
+    #: unit or part names whose configurations differ in size
+    members: tuple
+    #: ``size(config dict) -> number``
+    size: object
+    #: what the size counts, for the table header
+    size_label: str
+    paper: str = ""
+
+    def fit(self, results: dict):
+        """``(points, slope, intercept, r2)`` over the members present in ``results``
+        (``points``: ``(name, size, area)``); ``None`` with fewer than two points."""
+        pts = [(n, float(self.size(results[n]["config"])), results[n]["area_um2"])
+               for n in self.members if n in results]
+        if len(pts) < 2 or len({x for _, x, _ in pts}) < 2:
+            return None
+        xs = [x for _, x, _ in pts]
+        ys = [y for _, _, y in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+        intercept = my - slope * mx
+        ss_tot = sum((y - my) ** 2 for y in ys)
+        ss_res = sum((y - slope * x - intercept) ** 2 for x, y in zip(xs, ys))
+        return pts, slope, intercept, (1 - ss_res / ss_tot) if ss_tot else 1.0
+
+
+def _scaling_section(results: dict) -> str:
+    text = ""
+    for s in families.scalings():
+        fitted = s.fit(results)
+        if fitted is None:
+            continue
+        pts, slope, intercept, r2 = fitted
+        rows = "\n".join(f"| {n} | {x:g} | {a:.0f} | {slope * x + intercept:.0f} | "
+                         f"{100 * (a - slope * x - intercept) / a:+.1f} % |" for n, x, a in pts)
+        text += (f"\n## {s.label}\n\n| configuration | {s.size_label} | area µm² | fit µm² | "
+                 f"residual |\n|---|---|---|---|---|\n{rows}\n\narea ≈ {slope:.1f} µm² × "
+                 f"{s.size_label} + {intercept:.0f} µm², R² = {r2:.4f} ({len(pts)} points)"
+                 + (f"; {s.paper}" if s.paper else "") + "\n")
+    return text
+
+
 def paper_figures() -> dict[str, str]:
     """The papers' own figure for each unit and part that has one, by report name."""
     entries = list(registry.units().values()) + families.parts()
     return {e.name: e.paper for e in entries if e.paper}
 
 
-AREA_HEADER = ("| unit | area µm² | per lane | cells | flip-flops | transistors (est.) | fmax MHz "
-               "| paper |\n|---|---|---|---|---|---|---|---|")
+AREA_HEADER = ("| unit | area µm² | area GE | per lane | cells | flip-flops | transistors (est.) "
+               "| fmax MHz | paper |\n|---|---|---|---|---|---|---|---|---|")
 
 
 def _area_row(name: str, r: dict, papers: dict) -> str:
     lanes = r["config"].get("lanes")
     per_lane = f"{r['area_um2'] / lanes:.0f}" if lanes else ""
     fmax = f"{r['fmax_mhz']:.0f}" if r.get("fmax_mhz") else "n/a"
-    return (f"| {name} | {r['area_um2']:.0f} | {per_lane} | {r['cells']} | {r['flip_flops']} | "
+    ge = f"{r['area_ge']:.0f}" if r.get("area_ge") else "n/a"
+    return (f"| {name} | {r['area_um2']:.0f} | {ge} | {per_lane} | {r['cells']} | {r['flip_flops']} | "
             f"{r['transistors_estimate']} | {fmax} | {papers.get(name, '')} |")
 
 
@@ -121,7 +171,8 @@ def _tables(results: dict, first_column: dict | None = None) -> str:
         rows.append(row)
     areas = {n: r["area_um2"] for n, r in results.items()}
     blocks = "".join(_blocks(name, r) for name, r in results.items() if r.get("breakdown"))
-    return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas) + blocks
+    return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
+            + _scaling_section(results) + blocks
             + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
               "papers' 65/45/28 nm figures.\n")
 
@@ -180,4 +231,4 @@ def demo(seed: int = 1, sim: str | None = None) -> int:
     return 1 if failed else 0
 
 
-__all__ = ["Part", "Comparison", "paper_figures", "report", "demo"]
+__all__ = ["Part", "Comparison", "Scaling", "paper_figures", "report", "demo"]

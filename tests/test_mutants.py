@@ -16,6 +16,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.baseline
 import hdl.common.fpadd
+import hdl.equinox.quantizer
 import hdl.fast.array
 import hdl.fast.converter
 import hdl.fast.fmac
@@ -25,11 +26,13 @@ from golden.baseline import BaselineConfig, MAC16Config
 from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
 from golden.common.rounding import RoundConfig
+from golden.equinox import QuantizerConfig
 from golden.fast import ConverterConfig, FMACConfig
 from golden.fast_array import ArrayConfig
 from golden.gecko import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.common.rounding import Round
+from hdl.equinox import Quantizer
 from hdl.fpraker import PE, TermEncoder
 from hdl.gecko import GeckoCompressor, GeckoDecompressor, GeckoLoopback
 
@@ -171,15 +174,15 @@ def test_fast_converter_with_other_lfsr_seeds(tb_options, monkeypatch):
 
 def test_fast_converter_with_another_lfsr_polynomial(tb_options, monkeypatch):
     """x^16 + x^15 + x^13 + x^4 + 1, also maximal: same period, other sequence."""
-    def other_taps(m, state, name):
+    def other_taps(m, state, steps, name):
         s = state
-        for k in range(8):
+        for k in range(steps):
             nxt = Signal(16, name=f"{name}_s{k + 1}")
             m.d.comb += nxt.eq(Cat(s[1:], s[0] ^ s[1] ^ s[3] ^ s[12]))
             s = nxt
         return s
 
-    monkeypatch.setattr(hdl.fast.converter, "_lfsr_step8", other_taps)
+    monkeypatch.setattr(hdl.fast.converter, "lfsr_steps", other_taps)
     failed = _run("fast.converter", ConverterConfig(), None, tb_options)
     assert "lfsr_draws_over_a_thousand_conversions" in failed, failed
 
@@ -272,3 +275,20 @@ def test_gecko_decompressor_taking_words_ahead_of_rows(tb_options):
 def test_gecko_loopback_with_a_too_shallow_metadata_fifo(tb_options):
     failed = _run("gecko.loopback", GeckoConfig(), ShallowMetaFifoLoopback, tb_options)
     assert "narrowest_fields" in failed, failed
+
+
+@pytest.mark.parametrize("cfg, changes", [
+    (QuantizerConfig(), {"rounding": "rtz"}),
+    (QuantizerConfig(rounding="rne"), {"rounding": "floor"}),
+    (QuantizerConfig(rounding="stoch"), {"rbits": 15}),
+], ids=["floor-as-rtz", "rne-as-floor", "stoch-rbits15"])
+def test_equinox_quantizer_built_for_another_configuration(cfg, changes, tb_options):
+    failed = _run("equinox.quantizer", cfg, _built_with(Quantizer, **changes), tb_options)
+    assert "random_blocks_under_backpressure" in failed, failed
+
+
+def test_equinox_quantizer_with_other_lfsr_seeds(tb_options, monkeypatch):
+    monkeypatch.setattr(hdl.equinox.quantizer, "lane_seeds",
+                        lambda lanes: tuple(0x1F35 + i for i in range(lanes)))
+    failed = _run("equinox.quantizer", QuantizerConfig(rounding="stoch"), None, tb_options)
+    assert "random_blocks_under_backpressure" in failed, failed

@@ -12,6 +12,8 @@ A family module (``flows/families/<family>.py``) may define:
     :class:`flows.bench.Bench` entries for ``trainfab bench``;
 ``TENSOR_ANALYSES``
     :class:`flows.tensors.TensorAnalysis` entries for ``trainfab tensor-stats``;
+``SCALINGS``
+    :class:`flows.report.Scaling` entries: area against a size measure, with a linear fit;
 ``ORDER``
     an integer placing the family in listings and reports (default 100; ties by module name).
 
@@ -27,7 +29,7 @@ from types import ModuleType
 from .. import FlowError
 
 #: what a family module may declare (each a sequence; a missing one is empty)
-DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES")
+DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES", "SCALINGS")
 
 
 def discover(package: str = __name__) -> list[ModuleType]:
@@ -86,5 +88,9 @@ def tensor_analyses() -> list:
     return collect("TENSOR_ANALYSES")
 
 
+def scalings() -> list:
+    return collect("SCALINGS")
+
+
 __all__ = ["DECLARATIONS", "discover", "modules", "family_name", "collect", "units", "parts",
-           "comparisons", "benches", "tensor_analyses"]
+           "comparisons", "benches", "tensor_analyses", "scalings"]
