@@ -135,6 +135,30 @@ def cmd_bench(args) -> int:
     return bench_main(["--quick"] if args.quick else [])
 
 
+def cmd_study(args) -> int:
+    from .config import parse_set
+    from .study import LOADS, format_ratio, main_dispatch, parse_loads
+
+    unit = registry.get("equinox.dispatcher")
+    if any(parse_set(item)[0] == "policy" for item in args.sets):
+        raise FlowError("--set policy: the study runs every policy (priority, fair, inf_only)")
+    cfg = load_config(unit, args.config, args.sets)
+    loads = parse_loads(args.loads) if args.loads is not None else LOADS
+    if args.cycles < 1000:
+        raise FlowError(f"--cycles {args.cycles}: at least 1000 measured cycles per run")
+    res = main_dispatch(cfg, loads, args.cycles, args.seed,
+                        Path(args.output) if args.output else None)
+    S = res["service_time"]
+    for policy in res["policies"]:
+        print(f"{policy}: highest load with p99 <= 10 S ({10 * S} cycles): "
+              f"{res['max_load'][policy]:g}")
+    for name, key in (("priority/fair", "ratio_priority_fair"),
+                      ("priority/inf_only", "ratio_priority_inf_only")):
+        print(f"{name}: {format_ratio(res[key])}")
+    print(f"written: {res['paths']['markdown']}, {res['paths']['plot']}, {res['paths']['json']}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .report import demo
 
@@ -202,6 +226,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="speed of the golden models and cycle statistics")
     s.add_argument("--quick", action="store_true", help="smaller sizes")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("study", help="cycle-model studies: 'dispatch' = Equinox scheduler p99 "
+                       "latency and training throughput vs inference load, per policy")
+    s.add_argument("study", choices=["dispatch"], help="which study")
+    _config_args(s)
+    s.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
+                   help="offered inference loads, fractions of the inference-only capacity "
+                        "(default 0.05:1:0.05 plus 1.1, 1.2)")
+    s.add_argument("--cycles", type=int, default=200_000,
+                   help="measured cycles per run (default %(default)s)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--output", "-o", metavar="DIR",
+                   help="output folder (default build/study/dispatch)")
+    s.set_defaults(func=cmd_study)
 
     s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
     s.add_argument("--sim", choices=SIMULATORS, default=None,

@@ -83,7 +83,7 @@ def _fp32_bits(x) -> np.ndarray:
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
     bad = ((bits >> 23) & 0xFF) == 0xFF
     if bad.any():
-        raise HBFPInputError(f"non-finite value {np.asarray(x, dtype=np.float32)[bad].flat[0]!r}: "
+        raise HBFPInputError(f"non-finite value {float(np.asarray(x, dtype=np.float32)[bad].flat[0])}: "
                              "HBFP blocks take finite FP32/bf16 values only (Inf/NaN rejected, A7)")
     return bits
 

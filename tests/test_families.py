@@ -32,7 +32,7 @@ def test_declarations_reach_the_flows():
     papers = report.paper_figures()
     assert papers["fpraker.pe/core"].startswith("4,752") and "gecko.compressor" in papers
     assert [b.name for b in families.benches()][:2] == ["fpraker.pe", "gecko"]
-    assert [a.name for a in families.tensor_analyses()] == ["gecko"]
+    assert [a.name for a in families.tensor_analyses()] == ["gecko", "hbfp"]
 
 
 def test_comparison_ratios_counts_and_shares():
