@@ -7,11 +7,21 @@ import time
 from .. import FlowError, tensors
 from ..bench import Bench
 from ..registry import Unit
+from ..report import Comparison, Part, Scaling
 from ..tensors import TensorAnalysis
 
 ORDER = 50
 
 UNITS = (
+    Unit(name="equinox.array",
+         summary="Equinox weight-stationary hbfp8 systolic array: n x n PEs of w 8-bit MACs, "
+                 "input skew, exponent adder and FIFO, bf16 normalizers, just-in-time weight "
+                 "reload",
+         config="golden.equinox:ArrayConfig", component="hdl.equinox:SystolicArray",
+         testbench="tb.equinox.array", preset="equinox-paper",
+         extra_configs=({"n": 2, "w": 2}, {"n": 3, "w": 8}, {"n": 2, "w": 3, "conv_lat": 2}),
+         test_sizes={"quick": 200, "standard": 2000, "full": 20000},
+         synth_overrides={"n": 2, "w": 2}),
     Unit(name="equinox.quantizer",
          summary="Equinox FP32/bf16 -> hbfp8 block quantizer: max exponent, floor/rne/rtz/"
                  "stochastic rounding (LFSR or injected random bits), one block per cycle",
@@ -41,6 +51,44 @@ UNITS = (
          synth_overrides={"b_inf": 4}),
 )
 
+
+#: PE widths the thesis's area model is checked at (§2.3, TV20: PE area against w)
+PE_WIDTHS = (1, 2, 4, 8, 16)
+#: array shapes ``(n, w)`` measured beside the preset's 4 x 4 x 4 for the N²W fit (TV20)
+ARRAY_SHAPES = ((2, 2), (4, 1), (2, 8), (4, 2))
+
+PARTS = tuple(
+    Part(name=f"equinox.array/pe-w{w}", unit="equinox.array",
+         component="hdl.equinox.array:PE", overrides={"w": w},
+         summary=f"one PE of w = {w}: {w} signed 8 x 8 multipliers, adder tree, 24-bit "
+                 "accumulator adder, weight and psum registers")
+    for w in PE_WIDTHS
+) + tuple(
+    Part(name=f"equinox.array/{n}x{n}x{w}", unit="equinox.array", overrides={"n": n, "w": w},
+         summary=f"the array at n = {n}, w = {w} (N²W = {n * n * w}), for the area fit")
+    for n, w in ARRAY_SHAPES
+)
+
+SCALINGS = (
+    Scaling(label="Equinox PE area against w (TV20)",
+            members=tuple(f"equinox.array/pe-w{w}" for w in PE_WIDTHS),
+            size=lambda c: c["w"], size_label="w",
+            paper="the thesis's a_alu is per w-wide MAC lane (Eq. 4.1)"),
+    Scaling(label="Equinox array area against N²W (TV20)",
+            members=("equinox.array",) + tuple(f"equinox.array/{n}x{n}x{w}"
+                                               for n, w in ARRAY_SHAPES),
+            size=lambda c: c["n"] * c["n"] * c["w"], size_label="N²W",
+            paper="the thesis's area model is linear in m·n²·w (Eq. 4.1: m n² w a_alu)"),
+)
+
+COMPARISONS = (
+    Comparison(label="dispatcher / 16 x 16 x 8 array (256 PEs of w = 8)",
+               numerator="equinox.dispatcher", denominator="equinox.array/pe-w8",
+               denominator_count=256, paper_ratio=(0.79 + 0.49) / 185.60,
+               source="Equinox Table 6.4: request + instruction dispatchers (0.79 + 0.49 mm²) / "
+                      "MMU (185.60 mm², m arrays of n = 143); the array's skew, exponent FIFO "
+                      "and normalizers are left out of ours"),
+)
 
 # --------------------------------------------------------------------------------------------
 # HBFP quantization error of a tensor file
@@ -165,5 +213,5 @@ BENCHES = (
 )
 
 
-__all__ = ["UNITS", "TENSOR_ANALYSES", "BENCHES", "hbfp_stats", "hbfp_markdown", "bench_hbfp",
+__all__ = ["UNITS", "PARTS", "SCALINGS", "COMPARISONS", "TENSOR_ANALYSES", "BENCHES", "hbfp_stats", "hbfp_markdown", "bench_hbfp",
            "hbfp_table"]
