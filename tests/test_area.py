@@ -7,6 +7,8 @@ and regular; the cell area must be the sum of the liberty areas of the mapped ce
 report must describe the Verilog that was synthesized.
 """
 
+import math
+
 import pytest
 
 from flows import registry
@@ -40,6 +42,11 @@ FLIP_FLOPS = {
     "fpraker.pe": lambda c: (c.lanes * (26 + _encoder_lane_flops(c.encoding, True)) + 2
                              + _accumulator_flops(c)),
     "baseline.bf16_pe": _accumulator_flops,
+    # stage 1: per lane exponent, significand, sign (+ noise and LFSR for stoch), the shared
+    # exponent and valid; output block, valid; the sticky error
+    "equinox.quantizer": lambda c: (c.w * (c.in_format.exp_bits + c.in_format.man_bits + 2
+                                           + (c.rbits + 16 if c.rounding == "stoch" else 0))
+                                    + 9 + 8 + c.w * c.m + 1 + 1),
 }
 
 
@@ -85,10 +92,12 @@ def test_flip_flop_formulas_at_the_paper_configuration():
 
 
 def _size(cfg) -> int:
-    """What a small configuration shrinks: lanes, the group, or (the adder) the format."""
-    for attr in ("lanes", "group"):
-        if hasattr(cfg, attr):
-            return getattr(cfg, attr)
+    """What a small configuration shrinks: lanes, an array's cells or MACs, the group or block,
+    the inference batch, or (the adder) the format."""
+    for attrs in (("lanes",), ("rows", "cols", "group"), ("group",), ("n", "n", "w"), ("w",),
+                  ("b_inf",)):
+        if all(hasattr(cfg, a) for a in attrs):
+            return math.prod(getattr(cfg, a) for a in attrs)
     return cfg.format.width
 
 
