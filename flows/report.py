@@ -100,7 +100,8 @@ def _scaling_section(results: dict) -> str:
                          f"{100 * (a - slope * x - intercept) / a:+.1f} % |" for n, x, a in pts)
         text += (f"\n## {s.label}\n\n| configuration | {s.size_label} | area µm² | fit µm² | "
                  f"residual |\n|---|---|---|---|---|\n{rows}\n\narea ≈ {slope:.1f} µm² × "
-                 f"{s.size_label} + {intercept:.0f} µm², R² = {r2:.4f} ({len(pts)} points)"
+                 f"{s.size_label} {'-' if intercept < 0 else '+'} {abs(intercept):.0f} µm², "
+                 f"R² = {r2:.4f} ({len(pts)} points)"
                  + (f"; {s.paper}" if s.paper else "") + "\n")
     return text
 

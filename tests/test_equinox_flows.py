@@ -53,6 +53,12 @@ def test_hbfp_tensor_stats_errors(args, message, tmp_path, capsys):
 @pytest.mark.parametrize("unit, setting, message", [
     ("equinox.quantizer", "m=20", "QuantizerConfig.m = 20"),
     ("equinox.quantizer", "rounding=nearest", "QuantizerConfig.rounding = 'nearest'"),
+    ("equinox.array", "n=0", "ArrayConfig.n = 0"),
+    ("equinox.array", "w=0", "ArrayConfig.w = 0"),
+    ("equinox.array", "x_bits=20", "ArrayConfig.x_bits = 20"),
+    ("equinox.array", "acc_bits=12", "ArrayConfig.acc_bits = 12"),
+    ("equinox.dispatcher", "q_inf=20", "DispatchConfig.q_inf = 20"),
+    ("equinox.dispatcher", "policy=lifo", "DispatchConfig.policy = 'lifo'"),
 ])
 def test_configuration_errors_are_one_line(unit, setting, message, tmp_path, capsys):
     code, _, err = run(["generate", unit, "--set", setting, "-o", str(tmp_path)], capsys)

@@ -55,7 +55,7 @@ UNITS = (
 #: PE widths the thesis's area model is checked at (§2.3, TV20: PE area against w)
 PE_WIDTHS = (1, 2, 4, 8, 16)
 #: array shapes ``(n, w)`` measured beside the preset's 4 x 4 x 4 for the N²W fit (TV20)
-ARRAY_SHAPES = ((2, 2), (4, 1), (2, 8), (4, 2))
+ARRAY_SHAPES = ((2, 2), (4, 1), (2, 4), (4, 2), (8, 1))
 
 PARTS = tuple(
     Part(name=f"equinox.array/pe-w{w}", unit="equinox.array",
