@@ -21,7 +21,7 @@ import hdl.fast.array
 import hdl.fast.converter
 import hdl.fast.fmac
 import hdl.gecko.blocks
-from flows.simulate import failed_tests, run_testbench
+from mutantutil import Patched, built_with, run_failed
 from golden.baseline import BaselineConfig, MAC16Config
 from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp32 import FPAddConfig
@@ -108,15 +108,8 @@ class ShallowMetaFifoLoopback(GeckoLoopback):
     META_FIFO_DEPTH = 1
 
 
-def _built_with(cls, **changes):
-    """A factory that builds ``cls`` from the configuration with ``changes`` applied."""
-    return lambda cfg: cls(dataclasses.replace(cfg, **changes))
-
-
-def _run(unit, cfg, factory, tb_options):
-    result = run_testbench(unit, cfg, factory=factory, effort="quick", **tb_options)
-    assert result.tests > 0, f"no cocotb test ran; log {result.log}"
-    return failed_tests(result)
+_built_with = built_with
+_run = run_failed
 
 
 def test_encoder_with_a_swapped_term_sign(tb_options):
@@ -195,40 +188,23 @@ def test_fast_fmac_with_an_fp_generator_one_binade_off(tb_options, monkeypatch):
     assert {"spec_vectors", "random_dot_products"} <= set(failed), failed
 
 
-class _PatchedCell(wiring.Component):
-    """An fMAC array cell with some of its inputs rewired (``patch(cell, inner)`` returns the
-    statements, which override the pass-through)."""
+class _PatchedCell(Patched):
+    """An fMAC array cell with some of its inputs rewired."""
 
-    patch = None
     real = hdl.fast.array.ArrayCell
-
-    def __init__(self, cfg):
-        self.inner = self.real(cfg)
-        super().__init__(self.inner.signature)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.inner = inner = self.inner
-        for name, member in self.signature.members.items():
-            if member.flow == wiring.In:
-                m.d.comb += getattr(inner, name).eq(getattr(self, name))
-            else:
-                m.d.comb += getattr(self, name).eq(getattr(inner, name))
-        m.d.comb += type(self).patch(self, inner)
-        return m
 
 
 class CellWithoutFirst(_PatchedCell):
     """WGRAD starts from whatever the cell's register holds (the ``first`` tag is lost)."""
 
-    def patch(self, inner):
+    def patch(self, m, inner):
         return [inner.h_in.first.eq(0)]
 
 
 class CellWithSumsFromTheLeft(_PatchedCell):
     """BWD-DATA partial sums come from the left neighbour instead of the one below."""
 
-    def patch(self, inner):
+    def patch(self, m, inner):
         return [inner.a_below.eq(self.a_left)]
 
 

@@ -13,20 +13,15 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from flows.simulate import failed_tests, run_testbench
 from golden.equinox import DispatchConfig
 from hdl.equinox import Dispatcher
+from mutantutil import run_failed
 
 TV16 = DispatchConfig(b_inf=2, thresh=2, t_batch=6, inf_len=4, trn_len=12)
 UNIT = "equinox.dispatcher"
 
 
-def _run(unit, cfg, factory, tb_options):
-    """The failing cocotb tests of a quick testbench run against ``factory(cfg)``'s Verilog
-    (as tests/test_mutants.py's helper)."""
-    result = run_testbench(unit, cfg, factory=factory, effort="quick", **tb_options)
-    assert result.tests > 0, f"no cocotb test ran; log {result.log}"
-    return failed_tests(result)
+_run = run_failed
 
 
 def _built_with(**changes):
