@@ -15,6 +15,12 @@ from .config import load_config, presets
 from .registry import EFFORTS
 
 
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise FlowError(f"{message} (see '{self.prog} --help')")
@@ -25,6 +31,25 @@ def _config_args(p, multi: bool = False):
                    help="TOML file or preset name from flows/configs (default: the unit's paper preset)")
     p.add_argument("--set", "-s", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one configuration field (repeatable)")
+
+
+def _clock_ns(text: str) -> float:
+    """``--clock-ns``: a finite period in the range the flow accepts (one-line error otherwise)."""
+    from .synth import check_clock
+
+    return check_clock(text)
+
+
+def _refuse_runtime_fields(unit, sets, what: str) -> None:
+    """``--set`` of a run-time input (a port of the hardware, not a parameter) cannot change an
+    area: refuse it rather than report identical numbers as if it had."""
+    from .config import parse_set
+
+    for item in sets:
+        key = parse_set(item)[0]
+        if key in unit.runtime_fields:
+            raise FlowError(f"--set {key}: {key} is a run-time input of {unit.name} (a port of the "
+                            f"hardware), not a hardware parameter; {what} does not depend on it")
 
 
 def _units(names) -> list:
@@ -53,6 +78,17 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _fixed_fields(unit, args) -> set[str]:
+    """The configuration fields a user set explicitly: ``--set`` fields and those of a
+    ``--config`` file's table for the unit."""
+    from .config import _unit_table, parse_set, preset_path, read_toml
+
+    fixed = {parse_set(item)[0] for item in args.sets}
+    if args.config is not None:
+        fixed |= set(_unit_table(read_toml(preset_path(args.config)), unit) or {})
+    return fixed
+
+
 def cmd_regress(args) -> int:
     from .simulate import failure_details, run_testbench
 
@@ -62,7 +98,12 @@ def cmd_regress(args) -> int:
     jobs = []
     for unit in units:
         base = load_config(unit, args.config, args.sets)
-        configs = unit.test_configs(base) if args.all_configs else [("default", base)]
+        if args.all_configs:
+            configs, skipped = unit.user_test_configs(base, fixed=_fixed_fields(unit, args))
+            for line in skipped:
+                print(f"{unit.name}: not run: {line}", flush=True)
+        else:
+            configs = [("default", base)]
         jobs += [(unit, cfg) for _, cfg in configs]
     failed = 0
     for k, (unit, cfg) in enumerate(jobs, 1):
@@ -81,14 +122,17 @@ def cmd_area(args) -> int:
     from .synth import area, breakdown_markdown
 
     unit = registry.get(args.unit)
+    _refuse_runtime_fields(unit, args.sets, "its area")
     cfg = load_config(unit, args.config, args.sets)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
              outdir=Path(args.output) if args.output else None, breakdown=args.breakdown)
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
-    print(f"{unit.name}: {r['area_um2']:.1f} µm², {r['cells']} cells, {r['flip_flops']} flip-flops, "
-          f"~{r['transistors_estimate']} transistors, critical path {r.get('critical_path_ns')} ns, "
-          f"fmax {fmax}")
+    ge = f" ({r['area_ge']:,.0f} GE)" if r.get("area_ge") else ""
+    path = (f" ({r['startpoint']} → {r['endpoint']})" if r.get("startpoint") else "")
+    print(f"{unit.name}: {r['area_um2']:.1f} µm²{ge}, {r['cells']} cells, {r['flip_flops']} "
+          f"flip-flops, ~{r['transistors_estimate']} transistors, critical path "
+          f"{r.get('critical_path_ns')} ns{path}, fmax {fmax}")
     if args.breakdown:
         print(breakdown_markdown(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
@@ -106,7 +150,7 @@ def _tensor_analyses() -> dict:
 
 
 def cmd_tensor_stats(args) -> int:
-    from . import BUILD
+    from . import build_dir
 
     def progress(name, done, total):
         print(f"\r{name}: {done}/{total} values", end="", file=sys.stderr, flush=True)
@@ -118,12 +162,14 @@ def cmd_tensor_stats(args) -> int:
     stats = analysis.run(args.file, progress=progress if sys.stderr.isatty() else None, **options)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    out = Path(args.output) if args.output else BUILD / "tensor-stats"
-    out.mkdir(parents=True, exist_ok=True)
+    from .runs import staged
+
+    out = Path(args.output) if args.output else build_dir() / "tensor-stats"
     stem = Path(args.file).stem
     text = analysis.markdown(stats)
-    (out / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
-    (out / f"{stem}.md").write_text(text)
+    with staged(out) as work:
+        (work / f"{stem}.md").write_text(text)
+        (work / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
     print(text)
     print(f"written: {out / (stem + '.md')}, {out / (stem + '.json')}")
     return 0
@@ -199,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("unit")
         _config_args(s)
         s.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
-        s.add_argument("--clock-ns", type=float, default=10.0, help="clock period constraint")
+        s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
+                       help="clock period constraint in ns, 0.01 to 100000 (default 10)")
         s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/area/UNIT)")
         s.add_argument("--breakdown", action="store_true",
                        help="also synthesize hierarchically and report the area of each block")
@@ -207,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
     s.add_argument("--liberty", default="osu018")
-    s.add_argument("--clock-ns", type=float, default=10.0)
+    s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
+                   help="clock period constraint in ns, 0.01 to 100000 (default 10)")
     s.set_defaults(func=cmd_report)
 
     analyses = _tensor_analyses()
@@ -249,7 +297,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # a killed run cleans up like an interrupted one
+
+
 def main(argv=None) -> int:
+    import signal
+
+    if argv is None and threading_main():  # the console script, not a caller's process
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
@@ -259,6 +315,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("trainfab: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:
+        print("trainfab: error: input nested too deeply to read", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file system problem outside the checked paths: still one line
+        if os.environ.get("TRAINFAB_DEBUG"):
+            raise
+        where = f": {e.filename}" if e.filename else ""
+        print(f"trainfab: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except Exception as e:  # one line for users; the traceback on request
         if os.environ.get("TRAINFAB_DEBUG"):
             raise

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from golden import config_dict
 
-from . import BUILD
+from . import build_dir
 from .registry import Unit
 from .tools import versions
 
@@ -97,18 +97,21 @@ def manifest(unit: Unit, cfg, verilog_text: str, fields: dict) -> dict:
 
 
 def default_outdir(unit: Unit) -> Path:
-    return BUILD / "generate" / unit.name
+    return build_dir() / "generate" / unit.name
 
 
 def generate(unit: Unit, cfg, outdir: Path | None = None) -> dict:
     """Write ``<top>.v`` and ``<top>.json`` (the manifest) into ``outdir``; return the manifest."""
+    from .runs import staged
+
     outdir = Path(outdir or default_outdir(unit))
-    outdir.mkdir(parents=True, exist_ok=True)
     text, fields = convert(unit, cfg)
     man = manifest(unit, cfg, text, fields)
-    (outdir / f"{unit.top}.v").write_text(text)
-    (outdir / f"{unit.top}.json").write_text(json.dumps(man, indent=2) + "\n")
-    man["verilog"] = str(outdir / f"{unit.top}.v")
+    # both files move in together: concurrent runs never leave a manifest beside other Verilog
+    with staged(outdir, last=(f"{unit.top}.json",)) as work:
+        (work / f"{unit.top}.v").write_text(text)
+        (work / f"{unit.top}.json").write_text(json.dumps(man, indent=2) + "\n")
+    man["verilog"] = str(Path(outdir).resolve() / f"{unit.top}.v")
     return man
 
 

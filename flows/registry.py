@@ -52,6 +52,16 @@ class Unit:
     breakdown: tuple[str, ...] = ()
     #: the paper's own figure for this unit, shown beside ours in reports
     paper: str = ""
+    #: configuration fields that are run-time inputs of the hardware (ports), used only as the
+    #: testbench's default values: the Verilog does not depend on them, so area reports list
+    #: them apart from the configuration, ``area --set`` and sweeps refuse them
+    runtime_fields: tuple[str, ...] = ()
+
+    def hardware_config(self, cfg) -> dict:
+        """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""
+        from golden import config_dict
+
+        return {k: v for k, v in config_dict(cfg).items() if k not in self.runtime_fields}
 
     @property
     def family(self) -> str:
@@ -83,12 +93,31 @@ class Unit:
         """The labelled configurations a regression runs: ``base`` first (label ``default``),
         then ``base`` with each of :attr:`extra_configs` (label ``key=value,…``), leaving out any
         equal to one already listed."""
-        configs = [("default", self.make_config(base))]
+        return self.user_test_configs(base)[0]
+
+    def user_test_configs(self, base=None, fixed=()) -> tuple[list[tuple[str, object]], list[str]]:
+        """:meth:`test_configs` around a user's configuration whose fields ``fixed`` were set
+        explicitly (``--set``, ``--config``): extra configurations that would change a fixed
+        field, or that are invalid combined with ``base``, are left out.  Returns the labelled
+        configurations and one line per configuration left out, saying why."""
+        configs, skipped = [("default", self.make_config(base))], []
         for overrides in self.extra_configs:
-            cfg = self.make_config(base, **overrides)
+            label = config_label(overrides)
+            clash = [k for k in overrides if k in fixed and getattr(base, k) != overrides[k]]
+            if clash:
+                skipped.append(f"{label}: changes {', '.join(clash)}, which you set")
+                continue
+            try:
+                cfg = self.make_config(base, **overrides)
+            except FlowError as e:
+                if not fixed:
+                    raise
+                skipped.append(f"{label}: invalid with your settings "
+                               f"({str(e).split(': ', 2)[-1]})")
+                continue
             if all(cfg != seen for _, seen in configs):
-                configs.append((config_label(overrides), cfg))
-        return configs
+                configs.append((label, cfg))
+        return configs, skipped
 
 
 def resolve(path: str):

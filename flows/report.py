@@ -11,7 +11,7 @@ only *ratios* between units built with the same flow are comparable, never absol
 import json
 from dataclasses import dataclass, field
 
-from . import BUILD, FlowError, families, registry
+from . import FlowError, build_dir, families, registry
 from .config import load_config
 
 
@@ -180,16 +180,19 @@ def _tables(results: dict, first_column: dict | None = None) -> str:
 
 def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
     """Area/timing for every unit at its paper preset; writes build/report/report.{md,json}."""
-    out = BUILD / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    from .runs import ensure_dir, exclusive, write_atomic
+
     units = list(registry.UNITS.values())
     results = {}
-    for k, unit in enumerate(units, 1):
-        print(f"[{k}/{len(units)}] {unit.name}: synthesizing …", flush=True)
-        results.update(_measure(unit, load_config(unit), out, liberty, clock_ns))
-    text = "# trainfab report: every unit at its paper configuration\n\n" + _tables(results)
-    (out / "report.md").write_text(text)
-    (out / "report.json").write_text(json.dumps(results, indent=2) + "\n")
+    # one report run at a time per folder: report.md and the unit folders come from one run
+    with exclusive(build_dir() / "report", "report") as out:
+        ensure_dir(out)
+        for k, unit in enumerate(units, 1):
+            print(f"[{k}/{len(units)}] {unit.name}: synthesizing …", flush=True)
+            results.update(_measure(unit, load_config(unit), out, liberty, clock_ns))
+        text = "# trainfab report: every unit at its paper configuration\n\n" + _tables(results)
+        write_atomic(out / "report.json", json.dumps(results, indent=2) + "\n")
+        write_atomic(out / "report.md", text)
     print(text)
     print(f"written: {out / 'report.md'}, {out / 'report.json'}")
     return 0
@@ -197,12 +200,20 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
 
 def demo(seed: int = 1, sim: str | None = None) -> int:
     """Generate, quick-regress and measure every registered unit at its paper configuration
-    (``sim=None``: each unit's own simulator)."""
+    (``sim=None``: each unit's own simulator).  One demo run at a time per build folder: a
+    second waits for the first."""
+    from .runs import exclusive
+
+    with exclusive(build_dir() / "demo", "demo") as out:
+        return _demo(out, seed, sim)
+
+
+def _demo(out, seed: int, sim: str | None) -> int:
     from .generate import generate
+    from .runs import ensure_dir, write_atomic
     from .simulate import failure_details, run_testbench
 
-    out = BUILD / "demo"
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     units = list(registry.UNITS.values())
     summary, results, states, failed = {}, {}, {}, 0
     for k, unit in enumerate(units, 1):
@@ -224,8 +235,8 @@ def demo(seed: int = 1, sim: str | None = None) -> int:
                               "regression": tb.summary(), "passed": tb.passed,
                               "area": measured}
     text = "# trainfab demo: paper configurations\n\n" + _tables(results, states)
-    (out / "summary.md").write_text(text)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    write_atomic(out / "summary.md", text)
     print()
     print(text)
     print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, Verilog in {out / 'verilog'}")

@@ -20,9 +20,10 @@ from pathlib import Path
 
 from golden import config_dict
 
-from . import BUILD, FlowError
+from . import FlowError, build_dir
 from .generate import convert, manifest, sha256
 from .registry import EFFORTS, Unit, get
+from .runs import ensure_dir, prune, write_atomic
 from .tools import require, verilator_env
 
 SIMULATORS = ("icarus", "verilator")
@@ -50,6 +51,8 @@ class TbResult:
     seconds: float
     log: Path
     results_xml: Path
+    #: the run's waveform file (runs with ``waves``)
+    waves: Path | None = None
 
     @property
     def passed(self) -> bool:
@@ -58,9 +61,11 @@ class TbResult:
     def summary(self) -> str:
         state = "PASS" if self.passed else "FAIL"
         cfg = ", ".join(f"{k}={v}" for k, v in self.config.items())
+        outcome = (f"{self.tests - self.failed}/{self.tests} tests passed" if self.tests else
+                   "the simulator ended without results (it crashed or could not start)")
+        waves = f", waves: {self.waves}" if self.waves else ""
         return (f"{state} {self.unit} [{cfg}] sim={self.sim} seed={self.seed}: "
-                f"{self.tests - self.failed}/{self.tests} tests passed in {self.seconds:.1f} s "
-                f"(log: {self.log})")
+                f"{outcome} in {self.seconds:.1f} s (log: {self.log}{waves})")
 
 
 def _config_tag(cfg) -> str:
@@ -111,16 +116,15 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
 
     text, fields = convert(unit, cfg, factory)
     digest = sha256(text)[:16]
-    root = Path(build_root or BUILD) / "sim" / unit.name
-    build_dir = root / f"{sim}-{digest}{'-waves' if waves else ''}"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    source = build_dir / f"{unit.top}.v"
-    man_path = build_dir / f"{unit.top}.json"
+    root = Path(build_root or build_dir()) / "sim" / unit.name
+    build = ensure_dir(root / f"{sim}-{digest}{'-waves' if waves else ''}", "simulator build folder")
+    source = build / f"{unit.top}.v"
+    man_path = build / f"{unit.top}.json"
     runner = get_runner(sim)
     if _quiet_cached_builds not in runner.log.filters:
         runner.log.addFilter(_quiet_cached_builds)
     # several pytest-xdist workers may ask for the same build: one builds, the others wait
-    with open(build_dir / ".lock", "w") as lock:
+    with open(build / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
@@ -128,21 +132,32 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         # replace the manifest whole, so that a reader never sees a partial file
         man_text = json.dumps(manifest(unit, cfg, text, fields), indent=2) + "\n"
         if not man_path.exists() or man_path.read_text() != man_text:
-            tmp = man_path.with_name(f".{man_path.name}.{os.getpid()}")
-            tmp.write_text(man_text)
-            os.replace(tmp, man_path)
+            write_atomic(man_path, man_text)
+        artefact = build / (_SIM_FILES[sim].format(top=unit.top))
+        stamp = build / ".built"
+        fresh = _build_is_valid(artefact, stamp)
+        if not fresh:  # never built, interrupted, or damaged since: build from scratch
+            stamp.unlink(missing_ok=True)
+            artefact.unlink(missing_ok=True)
         try:
-            runner.build(sources=[source], hdl_toplevel=unit.top, build_dir=build_dir,
+            runner.build(sources=[source], hdl_toplevel=unit.top, build_dir=build,
                          build_args=build_args, timescale=("1ns", "1ps"), waves=waves,
-                         log_file=build_dir / "build.log")
+                         log_file=build / "build.log", always=not fresh)
         except (RuntimeError, SystemExit) as e:
             raise FlowError(f"{sim} could not build {unit.name} ({e}); "
-                            f"see {build_dir / 'build.log'}") from None
-    run_dir = root / "runs" / f"{sim}-{_config_tag(cfg)}-seed{seed}-{effort}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+                            f"see {build / 'build.log'}") from None
+        if not fresh:
+            if not artefact.is_file():
+                raise FlowError(f"{sim} built {unit.name} but wrote no {artefact.name}; "
+                                f"see {build / 'build.log'}")
+            write_atomic(stamp, json.dumps(_fingerprint(artefact)))
+    runs = root / "runs"
+    prune(runs, keep=RUNS_KEPT)
+    run_dir = ensure_dir(runs / (f"{sim}-{_config_tag(cfg)}-seed{seed}-{effort}-"
+                                 f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
     results = run_dir / "results.xml"
     log = run_dir / "sim.log"
-    results.unlink(missing_ok=True)
+    wave_file = run_dir / _WAVE_FILES[sim].format(top=unit.top) if waves else None
     env = {
         "TRAINFAB_CONFIG": json.dumps(config_dict(cfg)),
         "TRAINFAB_SEED": str(seed),
@@ -151,16 +166,49 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
     }
     if effort in unit.test_sizes:
         env["TRAINFAB_TEST_SIZE"] = str(unit.test_sizes[effort])
+    # Icarus dumps where the build's dump module says unless told otherwise: into this run's
+    # folder, not the shared build folder (Verilator writes dump.vcd into its working folder,
+    # the run folder)
+    plusargs = [f"+dumpfile_path={wave_file}"] if waves and sim == "icarus" else []
     start = time.monotonic()
     try:
-        runner.test(test_module=unit.testbench, hdl_toplevel=unit.top, build_dir=build_dir,
+        runner.test(test_module=unit.testbench, hdl_toplevel=unit.top, build_dir=build,
                     test_dir=run_dir, results_xml=str(results), extra_env=env, seed=seed,
-                    waves=waves, testcase=testcase, log_file=log, timescale=("1ns", "1ps"))
+                    waves=waves, testcase=testcase, log_file=log, timescale=("1ns", "1ps"),
+                    plusargs=plusargs)
     except (RuntimeError, SystemExit):
         pass  # failing tests or a crashed simulator: the results file (or its absence) tells
     seconds = time.monotonic() - start
     tests, failed = get_results(results) if results.exists() else (0, 0)
-    return TbResult(unit.name, config_dict(cfg), sim, seed, tests, failed, seconds, log, results)
+    return TbResult(unit.name, config_dict(cfg), sim, seed, tests, failed, seconds, log, results,
+                    wave_file if wave_file is not None and wave_file.exists() else None)
+
+
+#: the simulator executable each build produces (checked against its fingerprint before reuse)
+_SIM_FILES = {"icarus": "sim.vvp", "verilator": "{top}"}
+#: the waveform file of a run with ``waves``
+_WAVE_FILES = {"icarus": "{top}.fst", "verilator": "dump.vcd"}
+#: run folders kept per unit (older ones are deleted when a new run starts)
+RUNS_KEPT = 50
+
+
+def _fingerprint(path: Path) -> dict:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"file": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _build_is_valid(artefact: Path, stamp: Path) -> bool:
+    """Whether a cached build finished and is undamaged: its executable matches the
+    fingerprint written when the build completed."""
+    try:
+        return artefact.is_file() and json.loads(stamp.read_text()) == _fingerprint(artefact)
+    except (OSError, ValueError):
+        return False
 
 
 def failed_tests(result: TbResult) -> list[str]:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import BUILD, FlowError
+from . import FlowError, build_dir
 
 #: default grid of offered loads (fractions of the inference-only capacity)
 LOADS = tuple(round(0.05 * k, 2) for k in range(1, 21)) + (1.1, 1.2)
@@ -273,16 +273,15 @@ def plot(res: dict, path: Path) -> None:
 def write(res: dict, outdir: Path | None = None) -> dict:
     """Write ``dispatch.md``, ``dispatch.png`` and ``dispatch.json`` into ``outdir`` (default
     ``build/study/dispatch``); returns their paths."""
-    outdir = Path(outdir or BUILD / "study" / "dispatch")
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FlowError(f"cannot create {outdir}: {e.strerror}") from None
-    paths = {"markdown": outdir / "dispatch.md", "plot": outdir / "dispatch.png",
-             "json": outdir / "dispatch.json"}
-    paths["markdown"].write_text(markdown(res))
-    paths["json"].write_text(json.dumps(res, indent=2, default=float) + "\n")
-    plot(res, paths["plot"])
+    from .runs import staged
+
+    outdir = Path(outdir or build_dir() / "study" / "dispatch").resolve()
+    names = {"markdown": "dispatch.md", "plot": "dispatch.png", "json": "dispatch.json"}
+    with staged(outdir, last=("dispatch.json",)) as work:
+        (work / names["markdown"]).write_text(markdown(res))
+        (work / names["json"]).write_text(json.dumps(res, indent=2, default=float) + "\n")
+        plot(res, work / names["plot"])
+    paths = {k: outdir / v for k, v in names.items()}
     return paths
 
 

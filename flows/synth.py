@@ -2,7 +2,9 @@
 
 Recipe (DESIGN.md; checked with Debian's yosys 0.23 and OpenSTA 2.0.17):
 ``read_verilog`` → ``synth -flatten`` → ``dfflegalize`` to plain D flip-flops (so that yosys'
-``stat -tech cmos`` transistor estimate counts every cell) → ``dfflibmap`` → ``abc -liberty`` with
+``stat -tech cmos`` transistor estimate counts every cell) → ``rename -wire`` (each flip-flop
+named after the register bit it drives, ``core.acc__exp[9]_reg``, so that critical paths name
+registers rather than ``_2317_``; area and timing are unchanged) → ``dfflibmap`` → ``abc -liberty`` with
 the clock period as delay target and ABC's buffering and gate sizing (without them one minimum
 inverter drives hundreds of flip-flop enables and a 10 ns design times at 500 ns) →
 ``splitnets``, hide internal names, ``opt_clean -purge`` (OpenSTA's Verilog reader rejects the
@@ -35,9 +37,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from golden import config_dict
 
-from . import BUILD, FlowError
+from . import FlowError, build_dir
 from .generate import convert, manifest
 from .registry import Unit
 from .tools import liberty as find_liberty
@@ -57,6 +58,9 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
         f"read_verilog {source}",
         f"synth {'-flatten ' if flatten else ''}-top {top}",
         "dfflegalize -cell $_DFF_P_ 01",
+        # name each flip-flop after the register bit it drives (OpenSTA's start/endpoints); on
+        # the generic cells, before dfflibmap, which keeps the name
+        "rename -wire -suffix _reg t:$_DFF_P_",
         f"tee -q -o {generic_json} stat -json -tech cmos",
         f"dfflibmap -liberty {lib}",
         f"abc -D {round(clock_ns * 1000)} -liberty {lib} -script {ABC_SCRIPT}",
@@ -111,19 +115,32 @@ def sta_script(top: str, netlist: Path, lib: Path, clock_ns: float, has_clock: b
 
 
 def _run(cmd, log: Path, what: str, timeout: float = 3600) -> str:
-    # run inside the output folder: OpenSTA leaves a .history_sta file in its working directory
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=log.parent)
-    log.write_text(proc.stdout + proc.stderr)
+    """Run a tool inside ``log``'s folder (OpenSTA leaves a ``.history_sta`` file in its working
+    directory); its output goes to ``log``.  A failure is one line: the tool's first error
+    message, or its last line."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=log.parent)
+    except subprocess.TimeoutExpired:
+        raise FlowError(f"{what} did not finish within {timeout:.0f} s") from None
+    out = proc.stdout + proc.stderr
+    log.write_text(out)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-        raise FlowError(f"{what} failed (exit {proc.returncode}); see {log}:\n{tail}")
-    return proc.stdout + proc.stderr
+        raise FlowError(f"{what} failed (exit {proc.returncode}): {tool_error(out)}")
+    return out
+
+
+def tool_error(text: str) -> str:
+    """The one line that says why a tool failed: its first ``ERROR``/``Error`` line (yosys,
+    OpenSTA, ABC), else its last non-empty line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = next((line for line in lines if re.match(r"(ERROR|Error|error)\b", line)), None)
+    return (found or (lines[-1] if lines else "no output"))[:400]
 
 
 def parse_sta(text: str, clock_ns: float) -> dict:
     """Worst path of an OpenSTA ``report_checks`` (``slack`` is relative to ``clock_ns``)."""
     if re.search(r"^Error", text, re.M):
-        raise FlowError("OpenSTA reported errors: " + re.search(r"^Error.*$", text, re.M).group(0))
+        raise FlowError("OpenSTA reported errors: " + tool_error(text))
     slack = re.search(r"^\s*(-?[\d.]+)\s+slack", text, re.M)
     if slack is None:
         return {"critical_path_ns": None, "fmax_mhz": None, "startpoint": None, "endpoint": None,
@@ -147,28 +164,64 @@ def read_stat_json(path: Path) -> dict:
     return json.loads(re.sub(r'^[ \t]*[^\s"{}\[\],:]+[ \t]+\d+[ \t]*\n', "", text, flags=re.M))
 
 
-def _synthesize(yosys: str, top: str, source: Path, lib: Path, outdir: Path, clock_ns: float,
+def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, clock_ns: float,
                 flatten: bool = True) -> dict:
-    """Run the yosys recipe on ``source`` in ``outdir``: flattened (files ``synth.ys``,
-    ``yosys.log``, ``stat_*.json``, ``<top>.mapped.v``) or hierarchical (the same names with
-    ``_hier``/``.hier``).  Returns the script, the log text, both ``stat -json`` documents and
-    the seconds taken."""
+    """Run the yosys recipe on ``source`` (a file name in ``outdir``) inside ``outdir``:
+    flattened (files ``synth.ys``, ``yosys.log``, ``stat_*.json``, ``<top>.mapped.v``) or
+    hierarchical (the same names with ``_hier``/``.hier``).  The script names files relative to
+    ``outdir``, so it stays valid wherever the folder is moved.  Returns the script, the log
+    text, both ``stat -json`` documents and the seconds taken."""
     tag = "" if flatten else "_hier"
-    netlist = outdir / f"{top}{'' if flatten else '.hier'}.mapped.v"
-    generic_json, mapped_json = outdir / f"stat_generic{tag}.json", outdir / f"stat_mapped{tag}.json"
+    netlist = f"{top}{'' if flatten else '.hier'}.mapped.v"
+    generic_json, mapped_json = f"stat_generic{tag}.json", f"stat_mapped{tag}.json"
     script = yosys_script(top, source, lib, netlist, generic_json, mapped_json, clock_ns, flatten)
     (outdir / f"synth{tag}.ys").write_text(script)
     t0 = time.monotonic()
-    _run([yosys, "-q", "-l", str(outdir / f"yosys{tag}.log"), "-s", str(outdir / f"synth{tag}.ys")],
+    _run([yosys, "-q", "-l", f"yosys{tag}.log", "-s", f"synth{tag}.ys"],
          outdir / f"yosys{tag}.out", "yosys")
     return {"script": script, "log": (outdir / f"yosys{tag}.log").read_text(),
             "log_path": outdir / f"yosys{tag}.log", "netlist": netlist,
-            "generic": read_stat_json(generic_json), "mapped": read_stat_json(mapped_json),
-            "seconds": time.monotonic() - t0}
+            "generic": read_stat_json(outdir / generic_json),
+            "mapped": read_stat_json(outdir / mapped_json), "seconds": time.monotonic() - t0}
 
 
 def _flops(cells_by_type: dict) -> int:
     return sum(n for cell, n in cells_by_type.items() if "DFF" in cell)
+
+
+#: the clock periods the flow accepts (ABC takes the delay target in whole picoseconds)
+CLOCK_RANGE_NS = (0.01, 100_000.0)
+
+
+def check_clock(clock_ns) -> float:
+    """``clock_ns`` as a float if it is a usable clock period; :class:`FlowError` otherwise."""
+    lo, hi = CLOCK_RANGE_NS
+    try:
+        value = float(clock_ns)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (lo <= value <= hi):  # also false for nan
+        raise FlowError(f"--clock-ns {clock_ns}: the clock period must be a number of "
+                        f"nanoseconds from {lo:g} to {hi:g}")
+    return value
+
+
+#: every file an area run may write into its output folder (for ``<top>``); an earlier run's
+#: files that a new run does not write are removed when the new run's files move in
+def _area_files(top: str) -> tuple[str, ...]:
+    return (f"{top}.v", f"{top}.mapped.v", f"{top}.hier.mapped.v", "synth.ys", "synth_hier.ys",
+            "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
+            "stat_mapped.json", "stat_generic_hier.json", "stat_mapped_hier.json", "timing.tcl",
+            "timing.log", ".history_sta", "area.json", "area.md")
+
+
+def _previous_files(outdir: Path) -> set[str]:
+    """The files an earlier area run in ``outdir`` listed in its ``area.json``."""
+    try:
+        files = json.loads((outdir / "area.json").read_text()).get("files", [])
+        return {f for f in files if isinstance(f, str) and "/" not in f}
+    except (OSError, ValueError, AttributeError):
+        return set()
 
 
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
@@ -178,65 +231,75 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
     ``breakdown`` (area, cells and flip-flops per block; see the module docstring).
 
-    Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, a tool fails, or a
-    breakdown path is not an instance of the design.
+    The tools run in a private folder whose files move into ``outdir`` (default
+    ``build/area/<unit>``) only when everything succeeded (:func:`flows.runs.staged`):
+    concurrent runs into one folder do not mix, and a failed run leaves it as it was.
+
+    Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, the clock period is
+    unusable, a tool fails, or a breakdown path is not an instance of the design.
     """
-    if clock_ns <= 0:
-        raise FlowError(f"--clock-ns must be positive, got {clock_ns}")
+    from .runs import staged
+
+    clock_ns = check_clock(clock_ns)
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
-    outdir = Path(outdir or BUILD / "area" / unit.name).resolve()  # the tools run inside it
-    outdir.mkdir(parents=True, exist_ok=True)
+    final = Path(outdir or build_dir() / "area" / unit.name).resolve()
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text) if breakdown else None
-    source = outdir / f"{unit.top}.v"
-    source.write_text(text)
-    flat = _synthesize(yosys, unit.top, source, lib, outdir, clock_ns)
-    chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
-    if not chip:
-        raise FlowError(f"yosys printed no chip area; see {flat['log_path']}")
-    generic = next(iter(flat["generic"]["modules"].values()))
-    mapped = next(iter(flat["mapped"]["modules"].values()))
-    has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
-    sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
-    (outdir / "timing.tcl").write_text(sta_tcl)
-    t0 = time.monotonic()
-    sta_out = _run([sta, "-no_splash", "-exit", str(outdir / "timing.tcl")],
-                   outdir / "timing.log", "OpenSTA")
-    sta_s = time.monotonic() - t0
-    timing = parse_sta(sta_out, clock_ns)
-    man = manifest(unit, cfg, text, fields)
-    ge_um2 = nand2_area(lib)
-    report = {
-        "unit": unit.name,
-        "config": config_dict(cfg),
-        "area_um2": float(chip[-1]),
-        "area_ge": _ge(float(chip[-1]), ge_um2),
-        "ge_um2": ge_um2,
-        "cells": mapped["num_cells"],
-        "cells_by_type": mapped["num_cells_by_type"],
-        "flip_flops": _flops(generic["num_cells_by_type"]),
-        "transistors_estimate": int(generic["estimated_num_transistors"]),
-        "generic_cells": generic["num_cells"],
-        "clock_ns": clock_ns,
-        **timing,
-        "liberty": str(lib),
-        "tools": versions(),
-        "verilog_sha256": man["verilog_sha256"],
-        "yosys_script": flat["script"],
-        "sta_script": sta_tcl,
-        "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
-    }
-    if breakdown:
-        hier = _synthesize(yosys, unit.top, source, lib, outdir, clock_ns, flatten=False)
-        total, blocks = _breakdown(unit.top, hier, paths)
-        report.update({"hierarchical_area_um2": total,
-                       "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)} for b in blocks],
-                       "yosys_script_hierarchical": hier["script"]})
-        report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
-    (outdir / "area.json").write_text(json.dumps(report, indent=2) + "\n")
-    (outdir / "area.md").write_text(markdown(report))
-    report["outdir"] = str(outdir)
+    stale = set(_area_files(unit.top)) | _previous_files(final)
+    with staged(final, stale=stale, last=("area.md", "area.json")) as work:
+        source = f"{unit.top}.v"
+        (work / source).write_text(text)
+        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns)
+        chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
+        if not chip:
+            raise FlowError("yosys printed no chip area")
+        generic = next(iter(flat["generic"]["modules"].values()))
+        mapped = next(iter(flat["mapped"]["modules"].values()))
+        has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
+        sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
+        (work / "timing.tcl").write_text(sta_tcl)
+        t0 = time.monotonic()
+        sta_out = _run([sta, "-no_splash", "-exit", "timing.tcl"], work / "timing.log", "OpenSTA")
+        sta_s = time.monotonic() - t0
+        timing = parse_sta(sta_out, clock_ns)
+        man = manifest(unit, cfg, text, fields)
+        ge_um2 = nand2_area(lib)
+        report = {
+            "unit": unit.name,
+            "config": unit.hardware_config(cfg),
+            "area_um2": float(chip[-1]),
+            "area_ge": _ge(float(chip[-1]), ge_um2),
+            "ge_um2": ge_um2,
+            "cells": mapped["num_cells"],
+            "cells_by_type": mapped["num_cells_by_type"],
+            "flip_flops": _flops(generic["num_cells_by_type"]),
+            "transistors_estimate": int(generic["estimated_num_transistors"]),
+            "generic_cells": generic["num_cells"],
+            "clock_ns": clock_ns,
+            **timing,
+            "liberty": str(lib),
+            "tools": versions(),
+            "verilog_sha256": man["verilog_sha256"],
+            "yosys_script": flat["script"],
+            "sta_script": sta_tcl,
+            "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
+        }
+        if unit.runtime_fields:  # run-time inputs: not part of the hardware's configuration
+            report["runtime_fields"] = list(unit.runtime_fields)
+        if breakdown:
+            hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False)
+            total, blocks = _breakdown(unit.top, hier, paths)
+            report.update({"hierarchical_area_um2": total,
+                           "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)}
+                                         for b in blocks],
+                           "yosys_script_hierarchical": hier["script"]})
+            report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
+        report["files"] = sorted([p.name for p in work.iterdir() if p.is_file()]
+                                 + ["area.json", "area.md"])
+        (work / "area.md").write_text(markdown(report))
+        (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
+    report["outdir"] = str(final)
     return report
 
 
@@ -277,7 +340,7 @@ def hierarchy(top: str, hier: dict) -> dict[str, dict]:
     generic = {n.lstrip("\\"): m for n, m in hier["generic"]["modules"].items()}
     mapped = {n.lstrip("\\"): m for n, m in hier["mapped"]["modules"].items()}
     if top not in mapped or not own_area:
-        raise FlowError(f"yosys printed no per-module area for {top}; see {hier['log_path']}")
+        raise FlowError(f"yosys printed no per-module area for {top}; see {hier['log_path'].name}")
     modules = {}
     for name, m in mapped.items():
         by_type = m["num_cells_by_type"]
@@ -348,7 +411,7 @@ def _breakdown(top: str, hier: dict, paths) -> tuple[float, list[dict]]:
     summed = sum(b["area_um2"] for b in blocks)
     if abs(summed - total) > 1e-6 * max(total, 1.0) + 1e-3:
         raise FlowError(f"{top}: the breakdown's blocks sum to {summed:.3f} µm² but yosys reports "
-                        f"{total:.3f} µm² for the hierarchy; see {hier['log_path']}")
+                        f"{total:.3f} µm² for the hierarchy; see {hier['log_path'].name}")
     return total, blocks
 
 
@@ -376,6 +439,8 @@ remains the unit's figure.
 
 def markdown(r: dict) -> str:
     cfg = ", ".join(f"{k}={v}" for k, v in r["config"].items())
+    if r.get("runtime_fields"):
+        cfg += (f" (run-time inputs, not hardware parameters: {', '.join(r['runtime_fields'])})")
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
     path = f"{r['critical_path_ns']:.3f} ns" if r.get("critical_path_ns") else "n/a"
     tools = "\n".join(f"| {k} | {v} |" for k, v in r["tools"].items())
@@ -415,6 +480,6 @@ OpenSTA script:
 """
 
 
-__all__ = ["DEFAULT_CLOCK_NS", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
+__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
            "hierarchy", "breakdown_blocks", "breakdown_markdown"]

@@ -35,6 +35,8 @@ def liberty(name_or_path: str) -> Path:
                             f"apt-get install {package}")
         return path
     path = Path(name_or_path)
+    if path.is_dir():
+        raise FlowError(f"liberty {name_or_path} is a directory, not a .lib file")
     if not path.is_file():
         raise FlowError(f"liberty file {name_or_path} not found (give a path to a .lib file or "
                         f"one of: {', '.join(LIBERTIES)})")

@@ -2,10 +2,18 @@
 (default: each unit's own), ``--effort`` sizes the testbenches and picks the synthesized
 configurations (``standard`` for ``make test``, ``full`` for ``make test-full``)."""
 
-import pytest
+import os
+from pathlib import Path
 
-from flows.registry import EFFORTS
-from flows.simulate import SIMULATORS
+# The suite's artefacts (simulator builds, area runs of the CLI tests) go to build/tests, or to
+# $TRAINFAB_TEST_BUILD, never into the folders of a user's own runs; set before flows is imported
+os.environ["TRAINFAB_BUILD"] = (os.environ.get("TRAINFAB_TEST_BUILD")
+                                or str(Path(__file__).resolve().parent.parent / "build" / "tests"))
+
+import pytest  # noqa: E402
+
+from flows.registry import EFFORTS  # noqa: E402
+from flows.simulate import SIMULATORS  # noqa: E402
 
 
 def pytest_addoption(parser):

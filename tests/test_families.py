@@ -111,7 +111,7 @@ class _FakeRunner:
         self.log = logging.getLogger("fake-runner")
 
     def build(self, **kwargs):
-        pass
+        (kwargs["build_dir"] / "sim.vvp").write_text("a simulator executable")
 
     def test(self, **kwargs):
         self.calls.append(kwargs)

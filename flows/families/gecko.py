@@ -4,6 +4,7 @@ Declares the units, the paper's decompressor/compressor area ratio, the Gecko fo
 statistics of tensor files (``trainfab tensor-stats``) and their benchmark.
 """
 
+import os
 import time
 
 from .. import FlowError, tensors
@@ -17,7 +18,8 @@ ORDER = 30
 #: every Gecko unit shares the configuration class, preset, effort sizes and small synthesis
 _GECKO = dict(config="golden.gecko:GeckoConfig", preset="gecko-paper",
               test_sizes={"quick": 600, "standard": 10000, "full": 50000},
-              synth_overrides={"lanes": 2, "fmt": "bf16"})
+              synth_overrides={"lanes": 2, "fmt": "bf16"},
+              runtime_fields=("man_width", "sign_en", "fixed_width"))
 #: a narrow, odd-lane fixed-width configuration every Gecko unit also regresses
 _NARROW_FIXED = {"lanes": 3, "man_width": 5, "fixed_width": 4}
 
@@ -170,6 +172,21 @@ TENSOR_ANALYSES = (
 # --------------------------------------------------------------------------------------------
 # benchmark
 
+def _bench_file_ok(path, n: int) -> bool:
+    """Whether a cached bench tensor is a whole ``.npy`` of ``n`` float32 values."""
+    import numpy as np
+
+    try:
+        with open(path, "rb") as f:
+            np.lib.format.read_magic(f)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            data_start = f.tell()
+        return (shape == (n,) and dtype == np.float32
+                and os.path.getsize(path) == data_start + 4 * n)
+    except (OSError, ValueError):
+        return False
+
+
 def bench_gecko(n: int = 25_000_000, seed: int = 0) -> dict:
     """Throughput of ``trainfab tensor-stats`` on a generated FP32 ``.npy`` tensor of ``n`` values.
 
@@ -180,14 +197,18 @@ def bench_gecko(n: int = 25_000_000, seed: int = 0) -> dict:
 
     from golden.gecko import GeckoConfig, compress
 
-    from .. import BUILD
+    from .. import build_dir
+    from ..runs import ensure_dir
 
     rng = np.random.default_rng(seed)
-    out = BUILD / "bench"
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(build_dir() / "bench", "bench data folder")
     path = out / f"normal_{n}.npy"
-    if not path.exists():
-        np.save(path, (rng.standard_normal(n) * 0.02).astype(np.float32))
+    if not _bench_file_ok(path, n):  # missing, or damaged (truncated, overwritten): rewrite it
+        values = (rng.standard_normal(n) * 0.02).astype(np.float32)
+        tmp = out / f".{path.name}.{os.getpid()}"
+        with open(tmp, "wb") as f:
+            np.save(f, values)
+        os.replace(tmp, path)
     t0 = time.perf_counter()
     stats = gecko_stats(path, man_width=7)
     t1 = time.perf_counter()

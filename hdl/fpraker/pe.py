@@ -209,9 +209,12 @@ class ShiftReduce(wiring.Component):
         L, F, DMAX = cfg.lanes, cfg.frac_bits, cfg.dmax
         lane_vals = []
         for i in range(L):
-            sh = Signal(range(DMAX + 1), name=f"lane_sh{i}")
             shifted = Signal(8 + DMAX, name=f"lane_shift{i}")
-            m.d.comb += [sh.eq(DMAX - self.delta[i]), shifted.eq(self.sigb[i] << sh)]
+            if DMAX:
+                sh = Signal(range(DMAX + 1), name=f"lane_sh{i}")
+                m.d.comb += [sh.eq(DMAX - self.delta[i]), shifted.eq(self.sigb[i] << sh)]
+            else:  # dmax = 0: no shifter (a zero-width amount would be a [-1:0] wire)
+                m.d.comb += shifted.eq(self.sigb[i])
             val = Signal(signed(9 + DMAX), name=f"lane_val{i}")
             m.d.comb += val.eq(Mux(self.proc[i], Mux(self.neg[i], -shifted, shifted), 0))
             lane_vals.append(val)
