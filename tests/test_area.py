@@ -8,14 +8,18 @@ report must describe the Verilog that was synthesized.
 """
 
 import math
+import re
 
 import pytest
+
+from golden import config_dict
 
 from flows import registry
 from flows.config import load_config
 from flows.generate import sha256, to_verilog
 from flows.synth import area, liberty_cell_areas, nand2_area
 from flows.tools import OSU018
+from golden import config_dict
 
 
 def _encoder_lane_flops(encoding: str, hidden_bit_known: bool = False) -> int:
@@ -82,6 +86,15 @@ def test_area_and_timing(unit_name, effort, tmp_path):
     assert (flops > 0) == ("input clk" in text), (flops, unit_name)
     if unit_name in FLIP_FLOPS:
         assert r["flip_flops"] == FLIP_FLOPS[unit_name](cfg), r["flip_flops"]
+
+    # run-time inputs (ports) are listed apart from the hardware's configuration
+    assert set(r["config"]).isdisjoint(unit.runtime_fields)
+    assert set(r["config"]) | set(unit.runtime_fields) == set(config_dict(cfg))
+    # every file the report lists is beside it, and the critical path names registers or
+    # ports, not anonymous cells
+    assert all((tmp_path / name).is_file() for name in r["files"]), r["files"]
+    for end in (r["startpoint"], r["endpoint"]):
+        assert end and not re.fullmatch(r"_\d+_", end), (r["startpoint"], r["endpoint"])
 
 
 def test_flip_flop_formulas_at_the_paper_configuration():
