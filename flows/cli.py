@@ -53,7 +53,9 @@ def _refuse_runtime_fields(unit, sets, what: str) -> None:
 
 
 def _units(names) -> list:
-    return [registry.get(n) for n in names] if names else list(registry.UNITS.values())
+    """The named units, each once, in the order given (default: every unit)."""
+    return ([registry.get(n) for n in dict.fromkeys(names)] if names
+            else list(registry.UNITS.values()))
 
 
 def cmd_list(args) -> int:
