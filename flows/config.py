@@ -6,10 +6,13 @@ A preset file holds one table per unit, keyed by the unit's dotted name::
     lanes = 8
     encoding = "csd"
 
-Keys that are not fields of the unit's configuration class are errors, never ignored.
+Keys that are not fields of the unit's configuration class are errors, never ignored.  A file
+that is not UTF-8 TOML, is nested too deeply for the parser or is a directory is an error of one
+line naming the file.
 """
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -32,20 +35,58 @@ def preset_path(name_or_path: str) -> Path:
     if name_or_path in known:
         return known[name_or_path]
     path = Path(name_or_path)
-    if path.is_file():
-        return path
+    try:
+        if path.is_dir():
+            raise FlowError(f"{path} is a directory, not a TOML configuration file")
+        if path.is_file():
+            return path
+    except OSError as e:
+        raise FlowError(f"{path}: cannot read: {e.strerror or e}") from None
     raise FlowError(f"no configuration file or preset {name_or_path!r}; "
                     f"presets: {', '.join(known) or 'none'}")
+
+
+#: dotted keys of more parts than this are refused before parsing: ``tomllib`` takes time and
+#: memory quadratic in the number of parts of a key at the start of a line (a 100,000-part key,
+#: a 200 kB file, needs tens of GB); configuration keys have one to three parts
+MAX_KEY_PARTS = 100
+_KEY_PART = r"""(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
+_LONG_DOTTED_KEY = re.compile(rf"^[ \t]*+(?:{_KEY_PART}[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}",
+                              re.MULTILINE)
+
+
+def _parse_toml(text: str) -> dict:
+    """``tomllib.loads``, raising ``ValueError`` (with a one-line reason) for anything it
+    cannot parse: malformed TOML, nesting too deep for its recursive parser, integers of more
+    than 4300 digits, overlong dotted keys."""
+    long_key = _LONG_DOTTED_KEY.search(text)
+    if long_key:
+        line = text.count("\n", 0, long_key.start()) + 1
+        raise ValueError(f"a dotted key of more than {MAX_KEY_PARTS} parts (line {line})")
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except MemoryError:
+        raise ValueError("too large to parse") from None
 
 
 def read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise FlowError(f"{path}: malformed TOML: {e}") from None
+            raw = f.read()
     except OSError as e:
-        raise FlowError(f"{path}: cannot read: {e.strerror}") from None
+        raise FlowError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FlowError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); TOML files are "
+                        "UTF-8") from None
+    try:
+        return _parse_toml(text)
+    except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
+        lines = str(e).splitlines() or [type(e).__name__]
+        raise FlowError(f"{path}: malformed TOML: {lines[0]}") from None
 
 
 def _unit_table(doc: dict, unit: Unit):
@@ -62,10 +103,10 @@ def parse_set(item: str) -> tuple[str, object]:
     key, sep, text = item.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise FlowError(f"--set {item!r}: expected field=value")
+        raise FlowError(f"--set {_short(item)}: expected field=value")
     try:
-        value = tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = _parse_toml(f"v = {text.strip()}")["v"]
+    except (ValueError, KeyError):  # not a TOML value: a bare word
         value = text.strip()
     return key, value
 
@@ -95,17 +136,37 @@ def load_config(unit: Unit, config: str | None = None, sets=()):
         values.update(table or {})
     for key in values:
         if key not in names:
-            raise FlowError(f"{source}: unknown field {key!r} for {unit.name}; "
+            raise FlowError(f"{source}: unknown field {_short(key)} for {unit.name}; "
                             f"fields: {', '.join(names)}")
+    from_sets = set()
     for item in sets:
         key, value = parse_set(item)
         if key not in names:
-            raise FlowError(f"--set {key}: unknown field for {unit.name}; fields: {', '.join(names)}")
+            raise FlowError(f"--set {_label(key)}: unknown field for {unit.name}; "
+                            f"fields: {', '.join(names)}")
         values[key] = value
+        from_sets.add(key)
     try:
         return cls(**values)
     except ConfigError as e:
-        raise FlowError(str(e)) from None
+        # where the offending value came from, and the value cut to one short line
+        where = f"--set {e.field}" if e.field in from_sets else source
+        raise FlowError(f"{where}: {e.cls_name}.{e.field} = {_short(e.value)} is invalid: "
+                        f"allowed {e.allowed}") from None
+
+
+def _label(text: str) -> str:
+    """A name as is when printable and short, else its (cut) repr."""
+    return text if text.isprintable() and len(text) <= 80 else _short(text)
+
+
+def _short(value, limit: int = 80) -> str:
+    """``repr(value)`` on one line, cut to about ``limit`` characters."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # deep nesting; an int of more than 4300 digits
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 __all__ = ["CONFIG_DIR", "presets", "preset_path", "read_toml", "parse_set", "load_config"]

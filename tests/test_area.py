@@ -12,8 +12,6 @@ import re
 
 import pytest
 
-from golden import config_dict
-
 from flows import registry
 from flows.config import load_config
 from flows.generate import sha256, to_verilog

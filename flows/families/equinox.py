@@ -128,7 +128,7 @@ def hbfp_stats(path, *, m: int = 8, block: int = 64, rounding: str = "floor",
                 e, M = bfp_quantize(xb, m, rounding)
             except HBFPInputError as exc:
                 where = f", in the chunk of values from {k * size}" if k else ""
-                raise FlowError(f"tensor {tensor.name!r}{where}: {exc}") from None
+                raise FlowError(f"{path}: tensor {tensor.name!r}{where}: {exc}") from None
             ref = xb.astype(np.float64)
             err2 += float(((ref - bfp_dequantize(e, M, m)) ** 2).sum())
             ref2 += float((ref ** 2).sum())

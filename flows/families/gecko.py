@@ -74,7 +74,7 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
         try:
             cfg = GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
         except ConfigError as e:
-            raise FlowError(f"tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
+            raise FlowError(f"{path}: tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
         fp = None
         size = tensors.CHUNK_ROWS * lanes
         for k, chunk in enumerate(tensor.chunks(size)):
@@ -82,7 +82,7 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
                 part = footprint(chunk, cfg)
             except ValueError as e:
                 where = f", in the chunk of values from {k * size}" if k else ""
-                raise FlowError(f"tensor {tensor.name!r}{where}: {e}") from None
+                raise FlowError(f"{path}: tensor {tensor.name!r}{where}: {e}") from None
             fp = part if fp is None else fp + part
             if progress:
                 progress(tensor.name, min((k + 1) * size, tensor.count), tensor.count)
