@@ -1,6 +1,7 @@
 # trainfab: the two commands are `make demo` and `make test`; both set up what they need.
 #
-#   make demo       every unit at its paper configuration: Verilog, a quick regression, area/timing
+#   make demo       every unit at its paper configuration: Verilog, a quick regression, area/timing;
+#                   then a 24-point design-space sweep of the term encoder (table and plots)
 #   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
 #                   at its paper and test configurations, synthesis of every unit at a small
 #                   configuration, flow and CLI tests (under 10 minutes on 2 cores)
@@ -53,6 +54,8 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(VENV)/bin/trainfab demo
+	$(VENV)/bin/trainfab sweep fpraker.encoder --grid lanes=1,2,4,8 --grid encoding=csd,binary \
+	  --grid clock_ns=0.5,1,2 -j $(JOBS) --fresh -o build/demo/sweep
 
 # worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
 PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal

@@ -254,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also synthesize hierarchically and report the area of each block")
         s.set_defaults(func=func)
 
+    from . import sweep
+
+    s = sub.add_parser("sweep", help="area, timing or regressions of one unit over a grid of "
+                       "configurations, on local processes or a Dask cluster")
+    sweep.add_arguments(s)
+    s.set_defaults(func=sweep.cmd_sweep)
+
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
     s.add_argument("--liberty", default="osu018")
     s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
