@@ -199,18 +199,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m flows.sweep UNIT --grid …``: the command on its own, with the CLI's exit
-    statuses (2 and a one-line error for :class:`FlowError`, 130 on Ctrl-C)."""
-    p = argparse.ArgumentParser(prog="trainfab sweep", description=__doc__.split("\n\n")[0])
-    add_arguments(p)
-    try:
-        return cmd_sweep(p.parse_args(argv))
-    except FlowError as e:
-        print(f"trainfab: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("trainfab: interrupted", file=sys.stderr)
-        return 130
+    """``python -m flows.sweep UNIT --grid …``: ``trainfab sweep`` itself, with the CLI's exit
+    statuses and one-line errors."""
+    from .cli import main as cli_main
+
+    return cli_main(["sweep", *(sys.argv[1:] if argv is None else argv)])
 
 
 # --------------------------------------------------------------------------------------------
