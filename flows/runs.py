@@ -18,6 +18,7 @@ problems into one-line :class:`~flows.FlowError` messages naming the path.
 
 import contextlib
 import fcntl
+import glob
 import os
 import shutil
 import signal
@@ -115,6 +116,7 @@ def staged(final, stale=(), last=()):
     ensure_dir(final.parent, shown=final)
     if final.exists() and not final.is_dir():
         raise FlowError(f"output folder {final} cannot be created: it is a file, not a folder")
+    _remove_abandoned(final)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.run-", dir=final.parent))
     try:
         yield tmp
@@ -129,6 +131,20 @@ def staged(final, stale=(), last=()):
         raise FlowError(f"{e} (files of the failed run: {failed})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: a private folder this old belongs to a run that was killed (``kill -9``, a power cut)
+ABANDONED_AFTER_S = 24 * 3600.0
+
+
+def _remove_abandoned(final: Path) -> None:
+    """Delete the private folders of runs into ``final`` that were killed before they could
+    clean up (older than :data:`ABANDONED_AFTER_S`)."""
+    now = time.time()
+    for tmp in final.parent.glob(f".{glob.escape(final.name)}.run-*"):
+        with contextlib.suppress(OSError):
+            if tmp.is_dir() and now - tmp.stat().st_mtime > ABANDONED_AFTER_S:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def install(tmp: Path, final: Path, stale=(), last=()) -> None:

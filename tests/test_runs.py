@@ -120,6 +120,19 @@ def test_an_interrupted_run_leaves_the_output_folder_as_it_was(sig, tmp_path, ca
     assert not list(tmp_path.glob(".D.run-*"))
 
 
+def test_private_folders_of_killed_runs_are_removed(tmp_path, capsys):
+    """A run killed with SIGKILL cannot clean up; the next run into the folder removes its
+    private folder once it is a day old (a younger one may belong to a run still going)."""
+    old, young = tmp_path / ".D.run-killed", tmp_path / ".D.run-going"
+    for folder, age in ((old, runs.ABANDONED_AFTER_S + 60), (young, 60)):
+        folder.mkdir()
+        (folder / "yosys.log").write_text("")
+        os.utime(folder, (time.time() - age, time.time() - age))
+    assert run(["generate", "fpraker.encoder", "--set", "lanes=1", "-o", str(tmp_path / "D")],
+               capsys)[0] == 0
+    assert not old.exists() and young.exists()
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "0.0004", "1e9", "abc"])
 def test_unusable_clock_periods_are_one_line_errors(value, capsys):
     code, _, err = run(["area", "fpraker.encoder", f"--clock-ns={value}"], capsys)
