@@ -11,14 +11,8 @@ import sys
 from pathlib import Path
 
 from . import FlowError, families, registry
-from .config import load_config, presets
+from .config import load_config, presets, refuse_runtime_sets
 from .registry import EFFORTS
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,18 +32,6 @@ def _clock_ns(text: str) -> float:
     from .synth import check_clock
 
     return check_clock(text)
-
-
-def _refuse_runtime_fields(unit, sets, what: str) -> None:
-    """``--set`` of a run-time input (a port of the hardware, not a parameter) cannot change an
-    area: refuse it rather than report identical numbers as if it had."""
-    from .config import parse_set
-
-    for item in sets:
-        key = parse_set(item)[0]
-        if key in unit.runtime_fields:
-            raise FlowError(f"--set {key}: {key} is a run-time input of {unit.name} (a port of the "
-                            f"hardware), not a hardware parameter; {what} does not depend on it")
 
 
 def _units(names) -> list:
@@ -83,11 +65,11 @@ def cmd_generate(args) -> int:
 def _fixed_fields(unit, args) -> set[str]:
     """The configuration fields a user set explicitly: ``--set`` fields and those of a
     ``--config`` file's table for the unit."""
-    from .config import _unit_table, parse_set, preset_path, read_toml
+    from .config import parse_set, preset_path, read_toml, unit_table
 
     fixed = {parse_set(item)[0] for item in args.sets}
     if args.config is not None:
-        fixed |= set(_unit_table(read_toml(preset_path(args.config)), unit) or {})
+        fixed |= set(unit_table(read_toml(preset_path(args.config)), unit) or {})
     return fixed
 
 
@@ -124,7 +106,7 @@ def cmd_area(args) -> int:
     from .synth import area, breakdown_markdown
 
     unit = registry.get(args.unit)
-    _refuse_runtime_fields(unit, args.sets, "its area")
+    refuse_runtime_sets(unit, args.sets, "the area")
     cfg = load_config(unit, args.config, args.sets)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
@@ -313,7 +295,7 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     import signal
 
-    if argv is None and threading_main():  # the console script, not a caller's process
+    if argv is None:  # the console script (or python -m), not a caller's process
         signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)

@@ -89,7 +89,7 @@ def read_toml(path: Path) -> dict:
         raise FlowError(f"{path}: malformed TOML: {lines[0]}") from None
 
 
-def _unit_table(doc: dict, unit: Unit):
+def unit_table(doc: dict, unit: Unit):
     table = doc
     for part in unit.name.split("."):
         if not isinstance(table, dict) or part not in table:
@@ -124,14 +124,14 @@ def load_config(unit: Unit, config: str | None = None, sets=()):
     values: dict = {}
     if config is not None:
         path = preset_path(config)
-        table = _unit_table(read_toml(path), unit)
+        table = unit_table(read_toml(path), unit)
         if table is None:
             raise FlowError(f"{path} has no [{unit.name}] table")
         source = str(path)
         values.update(table)
     else:
         path = presets().get(unit.preset)
-        table = _unit_table(read_toml(path), unit) if path else None
+        table = unit_table(read_toml(path), unit) if path else None
         source = str(path) if table is not None else "defaults"
         values.update(table or {})
     for key in values:
@@ -155,6 +155,16 @@ def load_config(unit: Unit, config: str | None = None, sets=()):
                         f"allowed {e.allowed}") from None
 
 
+def refuse_runtime_sets(unit: Unit, sets, what: str) -> None:
+    """``--set`` of a run-time input (a port of the hardware, not a parameter) cannot change
+    ``what`` ("the area"): refuse it rather than report identical numbers as if it had."""
+    for item in sets:
+        key = parse_set(item)[0]
+        if key in unit.runtime_fields:
+            raise FlowError(f"--set {key}: {key} is a run-time input of {unit.name} (a port of the "
+                            f"hardware), not a hardware parameter: it cannot change {what}")
+
+
 def _label(text: str) -> str:
     """A name as is when printable and short, else its (cut) repr."""
     return text if text.isprintable() and len(text) <= 80 else _short(text)
@@ -169,4 +179,5 @@ def _short(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-__all__ = ["CONFIG_DIR", "presets", "preset_path", "read_toml", "parse_set", "load_config"]
+__all__ = ["CONFIG_DIR", "presets", "preset_path", "read_toml", "unit_table", "parse_set",
+           "load_config", "refuse_runtime_sets"]

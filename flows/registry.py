@@ -83,11 +83,15 @@ class Unit:
         ``overrides`` (the paper's configuration elsewhere); :class:`FlowError` naming the unit
         if the result is invalid."""
         try:
-            if base is None:
-                return self.config_class()(**overrides)
-            return dataclasses.replace(base, **overrides)
+            return self._build_config(base, overrides)
         except (ConfigError, TypeError) as e:
             raise FlowError(f"{self.name}: configuration {config_label(overrides)}: {e}") from None
+
+    def _build_config(self, base, overrides: dict):
+        """:meth:`make_config` raising the configuration class's own error."""
+        if base is None:
+            return self.config_class()(**overrides)
+        return dataclasses.replace(base, **overrides)
 
     def test_configs(self, base=None) -> list[tuple[str, object]]:
         """The labelled configurations a regression runs: ``base`` first (label ``default``),
@@ -107,14 +111,14 @@ class Unit:
             if clash:
                 skipped.append(f"{label}: changes {', '.join(clash)}, which you set")
                 continue
-            try:
+            if not fixed:
                 cfg = self.make_config(base, **overrides)
-            except FlowError as e:
-                if not fixed:
-                    raise
-                skipped.append(f"{label}: invalid with your settings "
-                               f"({str(e).split(': ', 2)[-1]})")
-                continue
+            else:
+                try:
+                    cfg = self._build_config(base, overrides)
+                except (ConfigError, TypeError) as e:
+                    skipped.append(f"{label}: invalid with your settings ({e})")
+                    continue
             if all(cfg != seen for _, seen in configs):
                 configs.append((label, cfg))
         return configs, skipped

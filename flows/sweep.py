@@ -356,7 +356,7 @@ def _point_hash(unit, cfg, clock_ns, liberty, measures, seed, effort) -> str:
 def plan_sweep(args) -> Plan:
     """Check everything about a sweep and list its points; :class:`FlowError` on any problem."""
     from . import registry
-    from .config import load_config, parse_set
+    from .config import load_config, parse_set, refuse_runtime_sets
     from .tools import liberty as find_liberty
 
     unit = registry.get(args.unit)
@@ -371,15 +371,12 @@ def plan_sweep(args) -> Plan:
             raise FlowError(f"--grid {key}: unknown field for {unit.name}; fields: "
                             f"{', '.join(names)} (and {CLOCK}, the synthesis clock constraint)")
     synth = any(m in SYNTH_MEASURES for m in measures)
-    runtime = getattr(unit, "runtime_fields", ())
     for item in args.sets:
         key = parse_set(item)[0]
         if key in grid:
             raise FlowError(f"--grid {key}: also given with --set; give it in one place")
-        if key in runtime and "regress" not in measures:
-            raise FlowError(f"--set {key}: {key} is a run-time input of {unit.name} (a port of "
-                            f"the hardware), not a hardware parameter; "
-                            f"{' and '.join(measures)} do not depend on it")
+    if "regress" not in measures:
+        refuse_runtime_sets(unit, args.sets, "the " + " and ".join(measures))
     if CLOCK in grid and not synth:
         raise FlowError(f"--grid {CLOCK}: the clock constraint only matters for the area and "
                         f"timing measures, not for {','.join(measures)}")
@@ -419,7 +416,7 @@ def check_hardware_fields(unit, grid: dict, points: list) -> None:
     from .generate import sha256, to_verilog
 
     fields = [f for f in grid if f != CLOCK and len(grid[f]) > 1]
-    declared = [f for f in fields if f in getattr(unit, "runtime_fields", ())]
+    declared = [f for f in fields if f in unit.runtime_fields]
     if declared:  # the unit's own list of run-time inputs: no need to convert anything
         _refuse_static(unit, declared)
     if not fields:
