@@ -29,6 +29,48 @@ Per-cycle semantics (§3.3, implemented verbatim by :func:`_step`)
 A group takes at least one cycle; it is complete at the start of a cycle when every lane is
 exhausted or done.
 
+Group exponent mode (``exp_mode = "group"``, the paper's Block 1; spec §3.1, §4)
+-------------------------------------------------------------------------------
+The paper computes the exponents "only once per new set of value pairs, before any terms are
+generated", in an exponent block two PEs share (§4).  In group mode the PE does exactly that:
+
+* **Group start** (the PE's first cycle of the group; in a tile the cycle its shared exponent
+  block serves it)::
+
+      E_g = max(ABe_i - t_i over lanes presenting their first term and not done,
+                eacc if acc is not zero)                  # 0 if neither
+      X   = jam(acc, grid 2**(E_g - F))                   # the acc shift, once per group
+
+  ``ABe_i - t_i`` of a lane's first term is ``ABe_i + 1`` when its CSD lead is ``2**+1``, so
+  ``E_g`` is the paper's emax including the CSD carry (§3.3), and the per-lane offsets
+  ``delta_i = E_g - ABe_i`` are the only exponent information the cycles below need.
+* **Every cycle** runs the step-mode rules with ``E`` fixed at ``E_g``: ``k_i = delta_i + t_i``
+  (narrow: ``0..kmax + 1``, the paper's 4-bit K), OB-a, base/window, the adder tree, and
+  ``X += jam(T, grid 2**(E_g - F))``.  The accumulator is **not** normalized per cycle: ``X``
+  is a fixed-point register on the group's grid.
+* **Group end**: ``acc = NORM_RNE(X, E_g)`` (one RNE to ``1.P`` per group).
+
+Numeric consequences:
+
+* The accumulator may grow past ``2**(E_g + 1)`` during the group (eight products near
+  ``2**E_g`` add up to almost ``2**(E_g + 5)``).  The grid does not move, so ``X`` must hold
+  the whole group's sum: the integer bits above the hidden bit must cover
+  ``|acc| + sum_i |partial sum of lane i| + 1 ulp of jam per cycle``, where a lane's partial sum
+  is ``SigB_i`` times a prefix of its A terms, at most ``2**(ABe_i - E_g) * max|prefix|``.
+  :func:`required_int_bits` computes this bound exactly over all 128 significands: CSD prefixes
+  never exceed ``(4/3) * 2**lead``, so 8 lanes need **5** integer bits (the same as step mode),
+  while plain binary terms (whose lead never carries) need **6** for 8 lanes.  A configuration
+  with fewer is rejected.
+* Rounding: each cycle's tree sum is jammed to ``2**(E_g - F)`` as in step mode, but there is
+  one RNE per group instead of one per cycle, so the result never depends on per-cycle
+  renormalization; the schedule still matters through the per-cycle jam when ``base > 2``.
+  A falling accumulator (cancellation) keeps the group's coarser grid until the group ends,
+  where step mode would lower ``E`` and gain precision mid-group.  Both modes stay inside the
+  ``2**-7 * sum|a*b|`` tolerance of spec TV18 on the operand mixes the tests use
+  (``tests/test_golden_fpraker_tile.py`` measures both).
+* OB decisions use ``k = E_g - ABe_i + t_i``, so a lane's out-of-bounds terms are those below
+  ``2**(E_g - kmax)``; ``E_g`` never falls within a group, so a dropped lane would stay dropped.
+
 Choices beyond the spec
 -----------------------
 * ``dmax`` may equal ``frac_bits``: with the defaults, ``dmax = 12`` is the paper's Fig. 3 PE
@@ -46,7 +88,9 @@ Choices beyond the spec
   outside the mask neither presents its term nor is checked for OB-a that cycle.
 """
 
+import functools
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -56,18 +100,46 @@ from ..common.accumulator import (ACC_ZERO, OUT_ROUNDS, Acc, acc_arrays, acc_fro
                                   align_acc, check_accumulator_fields, check_adder_fields,
                                   decode_bf16, dot_row, group_row, min_int_bits, norm_rne,
                                   read_out, read_out_bits, run_groups, shift_jam)
-from .encoder import ENCODINGS, recode
+from .encoder import ENCODINGS, encode_terms, recode
 
 #: largest accepted kmax; above every k reachable with bfloat16 operands (OB disabled)
 KMAX_LIMIT = 1023
 
 
-def required_int_bits(lanes: int, frac_bits: int, keep_bits: int, dmax: int) -> int:
-    """Smallest ``int_bits`` for which the PE's step adder cannot overflow (spec §1.2, TV7).
+#: exponent modes: per-cycle step E (spec §3.3 [C]) or once per group (the paper's Block 1)
+EXP_MODES = ("step", "group")
 
-    The worst step has every lane at ``k = 0`` with ``SigB = 255`` while the accumulator is at
-    its largest significand aligned to the same exponent.
+
+@functools.lru_cache(maxsize=8)
+def _prefix_bound(encoding: str) -> Fraction:
+    """``max |prefix of a significand's terms| * 2**(t of its first term)`` over all 128
+    significands, in units of 1: the largest partial A value a group-mode lane reaches,
+    relative to the group exponent's share of its own lead (``2**(ABe - E_g) <= 2**t_first``)."""
+    best = Fraction(0)
+    for sig in range(128, 256):
+        terms = encode_terms(sig, encoding)
+        t_first = terms[0][0]
+        acc = Fraction(0)
+        for t, neg in terms:
+            acc += neg * Fraction(2) ** -t
+            best = max(best, abs(acc) * Fraction(2) ** t_first)
+    return best
+
+
+def required_int_bits(lanes: int, frac_bits: int, keep_bits: int, dmax: int,
+                      exp_mode: str = "step", encoding: str = "csd") -> int:
+    """Smallest ``int_bits`` for which the PE's adder cannot overflow (spec §1.2, TV7).
+
+    Step mode: the worst step has every lane at ``k = 0`` with ``SigB = 255`` while the
+    accumulator is at its largest significand aligned to the same exponent.  Group mode: the
+    whole group's sum stays on the group grid (see the module docstring), so the bound is the
+    accumulator plus every lane's largest partial sum plus one ulp of jam per cycle.
     """
+    if exp_mode == "group":
+        lane = _prefix_bound(encoding) * Fraction(255, 128) * (1 << frac_bits)
+        max_cycles = lanes * 9 + 2
+        return min_int_bits(frac_bits, keep_bits, lanes * -(-lane.numerator // lane.denominator)
+                            + max_cycles)
     tree = (lanes * 255) << dmax
     sh = frac_bits - 7 - dmax
     tg = tree << sh if sh >= 0 else (tree >> -sh) + 1
@@ -96,13 +168,18 @@ class PEConfig:
     encoding: str = "csd"
     #: bfloat16 read-out: "trunc" (paper: "extracting only 7b") or "rne"
     out_round: str = "trunc"
+    #: exponent computation: "step" (per-cycle E, spec §3.3 [C]) or "group" (once per group,
+    #: the paper's Block 1; see the module docstring)
+    exp_mode: str = "step"
 
     def __post_init__(self):
         check_accumulator_fields(self)
         check_int(self, "kmax", 0, KMAX_LIMIT)
         check_int(self, "dmax", 0, self.frac_bits)
         check_choice(self, "encoding", ENCODINGS)
-        need = required_int_bits(self.lanes, self.frac_bits, self.keep_bits, self.dmax)
+        check_choice(self, "exp_mode", EXP_MODES)
+        need = required_int_bits(self.lanes, self.frac_bits, self.keep_bits, self.dmax,
+                                 self.exp_mode, self.encoding)
         check_adder_fields(self, need)
 
 
@@ -165,9 +242,11 @@ _MSB9 = np.array([max(0, int(r).bit_length() - 1) for r in range(512)], dtype=np
 # the per-cycle kernel, vectorized over independent PEs (rows)
 
 class _Lanes:
-    """Per-lane state of one group for ``n`` independent PEs (arrays of shape (n, lanes))."""
+    """Per-lane state of one group for ``n`` independent PEs (arrays of shape (n, lanes)),
+    plus the group-mode registers ``eg`` (E_g, has_eg) and ``x`` (the fixed-point sum), shape
+    (n,)."""
 
-    __slots__ = ("abe", "sigb", "ps", "rem", "negm", "done")
+    __slots__ = ("abe", "sigb", "ps", "rem", "negm", "done", "eg", "has_eg", "x")
 
     def __init__(self, a, b, cfg):
         act_a, sa, ea, ma = decode_bf16(a)
@@ -180,6 +259,10 @@ class _Lanes:
         self.rem = np.where(act_b, rec[..., 0], 0)
         self.negm = rec[..., 1]
         self.done = ~act_b
+        n = self.rem.shape[0]
+        self.eg = np.zeros(n, dtype=np.int64)
+        self.has_eg = np.zeros(n, dtype=bool)
+        self.x = np.zeros(n, dtype=np.int64)
 
     def take(self, keep):
         for name in self.__slots__:
@@ -189,21 +272,47 @@ class _Lanes:
         return ((self.rem == 0) | self.done).all(axis=1)
 
 
+def _presented(ln):
+    """Per lane: ``(j, t, ts, has)`` of the presented term (digit index, position, sign)."""
+    j = _MSB9[ln.rem]
+    return j, 7 - j, (ln.negm >> j) & 1, (ln.rem != 0) & ~ln.done
+
+
+def _start(ln, acc, cfg, rows=None):
+    """Group mode: the exponent block's work for the PEs in ``rows`` (all when None), once per
+    group: ``E_g`` over the lanes' first terms and the accumulator, and ``X`` = the accumulator
+    on the ``2**(E_g - F)`` grid (see the module docstring)."""
+    zero, sign, exp, sig = acc
+    _, t, _, has = _presented(ln)
+    w = ln.abe - t
+    E = np.where(has, w, np.iinfo(np.int64).min).max(axis=1)
+    E = np.where(zero, E, np.maximum(E, exp))
+    has_E = has.any(axis=1) | ~zero
+    E = np.where(has_E, E, 0)
+    x = align_acc(zero, sign, exp, sig, E, cfg)
+    if rows is None:
+        rows = np.ones(E.shape, dtype=bool)
+    ln.eg = np.where(rows, E, ln.eg)
+    ln.has_eg = np.where(rows, has_E, ln.has_eg)
+    ln.x = np.where(rows, x, ln.x)
+
+
 def _step(ln, acc, cfg, mask=None):
     """One PE cycle (spec §3.3) for every row; updates ``ln`` in place, returns the details."""
     zero, sign, exp, sig = acc
     F, dmax, kmax = cfg.frac_bits, cfg.dmax, cfg.kmax
-    j = _MSB9[ln.rem]
-    t = 7 - j
-    ts = (ln.negm >> j) & 1
-    elig = (ln.rem != 0) & ~ln.done
+    group = cfg.exp_mode == "group"
+    j, t, ts, elig = _presented(ln)
     if mask is not None:
         elig &= mask
     w = ln.abe - t                                     # weight exponent of the presented term
-    E = np.where(elig, w, np.iinfo(np.int64).min).max(axis=1)
-    E = np.where(zero, E, np.maximum(E, exp))
-    has_E = elig.any(axis=1) | ~zero
-    E = np.where(has_E, E, 0)
+    if group:
+        E, has_E = ln.eg, ln.has_eg
+    else:
+        E = np.where(elig, w, np.iinfo(np.int64).min).max(axis=1)
+        E = np.where(zero, E, np.maximum(E, exp))
+        has_E = elig.any(axis=1) | ~zero
+        E = np.where(has_E, E, 0)
     k = E[:, None] - w
     ob_a = elig & (k > kmax)
     run = elig & ~ob_a
@@ -214,8 +323,11 @@ def _step(ln, acc, cfg, mask=None):
     v = np.where(proc, ln.sigb << np.clip(dmax - d, 0, dmax), 0)
     T = np.where((ln.ps ^ ts) == 1, -v, v).sum(axis=1)
     Tg = shift_jam(T, base - (F - 7 - dmax))
-    Ag = align_acc(zero, sign, exp, sig, E, cfg)
+    Ag = ln.x if group else align_acc(zero, sign, exp, sig, E, cfg)
     X = Ag + Tg
+    if group:
+        ln.x = X
+    # group mode: the accumulator the group would leave if it ended with this cycle
     new_acc = norm_rne(X, E, cfg)
     ob_b = proc & (k >= kmax)
     ln.rem = np.where(proc, ln.rem & ~(np.int64(1) << j), ln.rem)
@@ -236,6 +348,8 @@ def _run_group(ln, acc, cfg):
     cycles = np.zeros(n, dtype=np.int64)
     idx = np.arange(n)
     cur = acc
+    if cfg.exp_mode == "group":
+        _start(ln, acc, cfg)
     while idx.size:
         cur, _ = _step(ln, cur, cfg)
         cycles[idx] += 1
@@ -317,6 +431,8 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
     ln = _Lanes(A, B, cfg)
     cur = acc_arrays(acc, 1, cfg.keep_bits)
     masks = _mask_rows(eligible, cfg.lanes)
+    if cfg.exp_mode == "group":
+        _start(ln, cur, cfg)
     trace = []
     while True:
         c = len(trace)
@@ -458,6 +574,6 @@ def random_operands(rng: np.random.Generator, n: int, K: int, kind: str = "mix")
     return uniform(), uniform()
 
 
-__all__ = ["PEConfig", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT",
+__all__ = ["PEConfig", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
            "required_int_bits", "decode_bf16", "pe_group", "pe_dot", "pe_dot_batch",
            "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands"]

@@ -9,6 +9,10 @@ paths joined by ``__``: ``acc__sig``, ``terms__tp__3``, ``grp__payload``.
                               read-out word ``out``
 :func:`operand_group`         a valid/ready stream (:mod:`amaranth.lib.stream`) of operand
                               groups: ``lanes`` values of a format per operand, plus flags
+:func:`tile_a_stream`         a tile column's serial-operand stream: ``lanes`` values and ``clear``
+:func:`tile_b_stream`         a tile row's parallel-operand stream: ``lanes`` values
+:class:`TileSignature`        a PE tile: ``cols`` A streams, ``rows`` B streams, the read-out of
+                              every PE, ``busy`` and the sticky ``error``
 :class:`TermStreamSignature`  per-lane term streams from term encoders to a PE (``valid``,
                               ``tp``, ``neg`` forward; ``advance``, ``drop`` back)
 :class:`SidebandSignature`    a tensor's run-time format description (Gecko's side-band:
@@ -65,6 +69,52 @@ def operand_group(fmt, lanes: int, operands=("a", "b"), flags=("clear",)) -> str
     return stream.Signature(group_layout(fmt, lanes, operands, flags))
 
 
+def tile_a_stream(fmt, lanes: int) -> stream.Signature:
+    """A tile column's serial-operand stream: payload ``{a: lanes values, clear: 1}``.
+
+    ``clear`` marks the first group of a new reduction: every PE of the column starts that group
+    from a zero accumulator.
+    """
+    return operand_group(fmt, lanes, operands=("a",), flags=("clear",))
+
+
+def tile_b_stream(fmt, lanes: int) -> stream.Signature:
+    """A tile row's parallel-operand stream: payload ``{b: lanes values}``.  Group ``s`` of row
+    ``r``'s stream pairs with group ``s`` of every column's A stream."""
+    return operand_group(fmt, lanes, operands=("b",), flags=())
+
+
+class TileSignature(wiring.Signature):
+    """A ``rows`` x ``cols`` tile of PEs (spec ``seed-fpraker.md`` §5): PE ``(r, c)`` computes
+    ``sum_s A[c][s] . B[r][s]`` over the groups ``s`` of column ``c``'s A stream and row ``r``'s
+    B stream.
+
+    Members (from the tile's side, i.e. the tile takes it ``Out``; a driver flips it)
+    -------
+    a : In(tile_a_stream) array of ``cols``
+    b : In(tile_b_stream) array of ``rows``
+    out : Out(layout of ``fmt``) array of ``rows`` x ``cols``
+        PE ``(r, c)``'s accumulator read out (``out[r][c]``; Verilog ``out__r__c``).
+    busy : Out(1)
+        Some PE is working on a group this cycle; the outputs are final once every stream's
+        groups have been taken and ``busy`` is low.
+    error : Out(1)
+        Sticky: an accepted operand had the all-ones exponent (Inf/NaN, illegal input, spec §12
+        A16).  Cleared by reset only.
+    """
+
+    def __init__(self, rows: int, cols: int, lanes: int, fmt=BF16):
+        self.rows, self.cols, self.lanes = rows, cols, lanes
+        self.fmt = format_named(fmt)
+        super().__init__({
+            "a": In(tile_a_stream(self.fmt, lanes)).array(cols),
+            "b": In(tile_b_stream(self.fmt, lanes)).array(rows),
+            "out": Out(layout(self.fmt)).array(rows, cols),
+            "busy": Out(1),
+            "error": Out(1),
+        })
+
+
 class TermStreamSignature(wiring.Signature):
     """Per-lane term streams from term-encoder lanes to a PE (spec ``seed-fpraker.md`` §2.3).
 
@@ -76,6 +126,8 @@ class TermStreamSignature(wiring.Signature):
         The term's position plus one, ``t + 1`` (weight ``2**-t``).
     neg : Out(lanes)
         The term is negative.
+    last : Out(lanes)
+        The term is the lane's last one (popping it empties the lane).
     advance : In(lanes)
         Pop lane ``i``'s term at the clock edge.
     drop : In(lanes)
@@ -86,7 +138,7 @@ class TermStreamSignature(wiring.Signature):
         self.lanes = lanes
         super().__init__({
             "valid": Out(lanes), "tp": Out(4).array(lanes), "neg": Out(lanes),
-            "advance": In(lanes), "drop": In(lanes),
+            "last": Out(lanes), "advance": In(lanes), "drop": In(lanes),
         })
 
 
@@ -163,5 +215,6 @@ class RoundedSignature(wiring.Signature):
         super().__init__(members)
 
 
-__all__ = ["AccumulatorSignature", "operand_group", "TermStreamSignature", "SidebandSignature",
+__all__ = ["AccumulatorSignature", "operand_group", "tile_a_stream", "tile_b_stream",
+           "TileSignature", "TermStreamSignature", "SidebandSignature",
            "RawSignature", "RoundedSignature", "In", "Out"]

@@ -49,6 +49,8 @@ class TermEncoderLane(wiring.Component):
         Position of the current term plus one, ``t + 1`` in 0..8 (weight ``2**-t``).
     neg : Out(1)
         The current term is negative.
+    last : Out(1)
+        The current term is the lane's last one.
     error : Out(1)
         Sticky: a non-zero load had its hidden bit (``sig[7]``) clear.  Cleared by reset.
     """
@@ -59,7 +61,7 @@ class TermEncoderLane(wiring.Component):
         self.encoding = encoding
         super().__init__({
             "load": In(1), "sig": In(8), "zero": In(1), "advance": In(1), "drop": In(1),
-            "valid": Out(1), "tp": Out(4), "neg": Out(1), "error": Out(1),
+            "valid": Out(1), "tp": Out(4), "neg": Out(1), "last": Out(1), "error": Out(1),
         })
 
     def elaborate(self, platform):
@@ -89,6 +91,7 @@ class TermEncoderLane(wiring.Component):
             self.tp.eq(Cat(*(Cat(*(lead[j] for j in range(DIGITS) if (8 - j) >> b & 1)).any()
                              for b in range(4)))),
             self.neg.eq((negm & lead).any()),
+            self.last.eq(rem.any() & ~rest.any()),
         ]
 
         with m.If(self.load):
@@ -144,7 +147,7 @@ class TermEncoder(wiring.Component):
                 lane.load.eq(self.load[i]), lane.sig.eq(self.sig[i]), lane.zero.eq(self.zero[i]),
                 lane.advance.eq(terms.advance[i]), lane.drop.eq(terms.drop[i]),
                 terms.valid[i].eq(lane.valid), terms.tp[i].eq(lane.tp),
-                terms.neg[i].eq(lane.neg),
+                terms.neg[i].eq(lane.neg), terms.last[i].eq(lane.last),
             ]
             errors.append(lane.error)
         m.d.comb += self.error.eq(Cat(*errors).any())

@@ -1,0 +1,352 @@
+"""FPRaker tile: ``rows`` x ``cols`` PEs sharing term encoders, exponent blocks and B buffers.
+
+Spec ``seed-fpraker.md`` §4, §5 and §11 (items 4 and 5).  PE ``(r, c)`` computes
+``sum_s A[c, s] . B[r, s]``: A (the serial operand, bfloat16) streams down column ``c`` through
+one term encoder of ``lanes`` lanes shared by the column's PEs; B (the parallel operand) is
+shared along row ``r`` from a per-row buffer.
+
+Column protocol (§5.3, intra-column term lock-step [C])
+-------------------------------------------------------
+Each encoder lane presents its current term to every PE of the column.  A PE may process lane
+``i`` only when the term is not yet ``taken`` by it and the lane is not ``done`` for it (out of
+bounds, or B zero).  The PEs run the cycle rules of :mod:`golden.fpraker.pe` (step or group
+exponent mode) with that eligibility mask.  At the end of a cycle, encoder lane ``i`` pops its
+term when every PE has ``taken | done`` for it (this cycle's takes count), which clears the
+``taken`` flags; it drops all its remaining terms when every PE is ``done`` for it (the OB
+signals AND-ed down the column).  A PE's rounding, and so its result, can depend on its column
+neighbours' stalls (the tile model simulates the column, it never calls the PE model per PE).
+
+Exponent-block sharing (§4, ``share_exp``)
+------------------------------------------
+One exponent block serves the PEs of rows ``2j`` and ``2j + 1``: row ``2j`` starts the group in
+the column's first cycle and row ``2j + 1`` one cycle later (in group mode that is the cycle the
+block computes the row's ``E_g``; in step mode it is the same skew).  A column's group is
+complete at the start of a cycle when every encoder lane is empty and every row has started,
+and takes at least 2 cycles with sharing (1 without), even if it holds no term (TV14).
+
+B buffers and inter-column synchronization (§5.2)
+-------------------------------------------------
+Column ``c`` may begin group ``s`` only when it has finished group ``s - 1`` and every column
+has begun group ``s - b_buffers`` (``b_buffers = 0``: every group starts in all columns at once,
+after the slowest column's previous group).  Group times do not depend on start times, so::
+
+    start(c, s)  = max(finish(c, s - 1), max_c' start(c', s - N))     (N = b_buffers >= 1)
+    start(c, s)  = max_c' finish(c', s - 1)                            (N = 0)
+    finish(c, s) = start(c, s) + cycles(c, s)
+
+and the tile takes ``max_c finish(c, last)`` cycles.
+
+Stall causes (lane-cycles, the paper's Fig. 15 analogue)
+--------------------------------------------------------
+Every cycle of the tile, every lane of every PE is in exactly one class (checked in that order):
+
+* ``inter_column``: the PE's column is not working on a group (waiting for the B buffers, or
+  finished while other columns still run);
+* ``exponent_block``: the PE has not started the group yet (its exponent block serves its pair
+  partner first);
+* useful (:attr:`~golden.common.tile.TileResult.useful`): the lane processed a term;
+* ``shift_range``: the lane had an eligible, in-bounds term outside the ``dmax`` window;
+* ``lock_step``: the encoder lane presents a term this PE has already taken, waiting for a
+  column neighbour;
+* ``no_term``: the lane has no term for this PE (encoder lane empty, out of bounds, B zero,
+  dropped this cycle) while the column still works on the group.
+"""
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import check_bool, check_int
+from ..common.accumulator import Acc, acc_arrays, decode_bf16, read_out_bits
+from ..common.tile import TileResult, check_tile_operands, gemm_groups
+from .pe import _MSB9, _RECODE, PEConfig, _Lanes, _start, _step
+
+#: stall causes of :attr:`TileResult.stalls`, in the order the classes are checked
+STALL_CAUSES = ("inter_column", "exponent_block", "shift_range", "lock_step", "no_term")
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
+
+    The PE fields (``lanes`` .. ``out_round``) mean what they mean in :class:`PEConfig`.
+    """
+
+    #: PE rows (B operands, one per row; paper: 8)
+    rows: int = 8
+    #: PE columns (A operands, one term encoder per column; paper: 8)
+    cols: int = 8
+    #: MAC lanes per PE (paper: 8)
+    lanes: int = 8
+    #: one exponent block per two PEs of a column (row pairs skewed by a cycle, spec §4)
+    share_exp: bool = True
+    #: B-buffer run-ahead: how many groups a column may run ahead of the slowest (spec §5.2;
+    #: paper: 1)
+    b_buffers: int = 1
+    #: "group" (the paper's once-per-group exponent block, the tile default) or "step"
+    exp_mode: str = "group"
+    frac_bits: int = 12
+    keep_bits: int = 9
+    kmax: int = 12
+    dmax: int = 3
+    int_bits: int = 5
+    encoding: str = "csd"
+    out_round: str = "trunc"
+
+    def __post_init__(self):
+        check_int(self, "rows", 1, 64)
+        check_int(self, "cols", 1, 64)
+        check_bool(self, "share_exp")
+        check_int(self, "b_buffers", 0, 8)
+        self.pe  # validates the PE fields
+
+    @property
+    def pe(self) -> PEConfig:
+        """The configuration of one PE."""
+        names = {f.name for f in fields(PEConfig)}
+        return PEConfig(**{n: getattr(self, n) for n in names})
+
+    @property
+    def min_cycles(self) -> int:
+        """Cycles a column's group takes at least (TV14)."""
+        return 2 if self.share_exp else 1
+
+
+# ----------------------------------------------------------------------------------------------
+# one group of many independent columns
+
+def _columns_group(acc, A, B, cfg, pe, counts):
+    """Run one group on ``n`` independent columns of ``R`` PEs.
+
+    ``acc``: accumulator arrays of shape (n * R,) (column-major: PE (col, r) at col * R + r);
+    ``A``: (n, lanes) bf16 of each column; ``B``: (n, R, lanes).  Adds each cycle's lane
+    classes into ``counts`` (cause -> array (n,)).  Returns (acc arrays, cycles (n,)).
+    """
+    n, L = A.shape
+    R = B.shape[1]
+    ln = _Lanes(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    act_a, _, _, ma = decode_bf16(A)
+    enc = _RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
+    offset = (np.arange(R) % 2) if cfg.share_exp else np.zeros(R, dtype=np.int64)
+    started = np.zeros((n, R), dtype=bool)
+    taken = np.zeros((n, R, L), dtype=bool)
+    cycles = np.zeros(n, dtype=np.int64)
+    cur = tuple(np.asarray(a).copy() for a in acc)
+    out = tuple(a.copy() for a in cur)
+    idx = np.arange(n)            # columns still working
+    c = 0
+    while idx.size:
+        c += 1
+        m = idx.size
+        ln.rem = np.repeat(enc, R, axis=0)
+        new = (~started) & (offset[None, :] < c)
+        if pe.exp_mode == "group" and new.any():
+            _start(ln, cur, pe, rows=new.reshape(-1))
+        started |= new
+        done0 = ln.done.reshape(m, R, L).copy()
+        mask = (started[:, :, None] & ~taken).reshape(m * R, L)
+        nxt, d = _step(ln, cur, pe, mask)
+        st = started.reshape(-1)
+        cur = tuple(np.where(st, x, y) for x, y in zip(nxt, cur))
+        proc = d["proc"].reshape(m, R, L)
+        shift = (d["elig"] & ~d["ob_a"] & ~d["proc"]).reshape(m, R, L)
+        has = (enc != 0)[:, None, :]
+        lock = has & ~done0 & taken & ~proc & ~shift
+        s3 = started[:, :, None]
+        counts["useful"][idx] += (s3 & proc).sum(axis=(1, 2))
+        counts["shift_range"][idx] += (s3 & shift).sum(axis=(1, 2))
+        counts["lock_step"][idx] += (s3 & lock).sum(axis=(1, 2))
+        counts["exponent_block"][idx] += (~started).sum(axis=1) * L
+        counts["no_term"][idx] += (s3 & ~proc & ~shift & ~lock).sum(axis=(1, 2))
+        # encoder lanes: pop when every PE has taken or is done, drop when every PE is done
+        done = ln.done.reshape(m, R, L)
+        taken |= proc
+        adv = (taken | done).all(axis=1) & (enc != 0)
+        j = _MSB9[enc]
+        enc = np.where(adv, enc & ~(np.int64(1) << j), enc)
+        enc = np.where(done.all(axis=1), 0, enc)
+        taken &= ~adv[:, None, :]
+        cycles[idx] += 1
+        fin = started.all(axis=1) & (enc == 0).all(axis=1) & (c >= cfg.min_cycles)
+        if fin.any():
+            rows = (idx[fin][:, None] * R + np.arange(R)).reshape(-1)
+            fr = np.repeat(fin, R)
+            for o, x in zip(out, cur):
+                o[rows] = x[fr]
+            keep = ~fin
+            keep_r = np.repeat(keep, R)
+            idx = idx[keep]
+            ln.take(keep_r)
+            cur = tuple(x[keep_r] for x in cur)
+            enc, started, taken = enc[keep], started[keep], taken[keep]
+    return out, cycles
+
+
+def _run_columns(A, B, cfg, progress=None):
+    """Every column of ``A`` (n, G, lanes) against its ``R`` rows of ``B`` (n, R, G, lanes, or
+    a function of the group index returning that group's (n, R, lanes)), group after group from
+    zero accumulators.  Returns (acc arrays (n * R,), cycles (n, G), counts cause -> (n, G))."""
+    n, G, L = A.shape
+    R = cfg.rows
+    pe = cfg.pe
+    group_b = B if callable(B) else (lambda s: B[:, :, s])
+    acc = acc_arrays(Acc.ZERO, n * R, pe.keep_bits)
+    cycles = np.zeros((n, G), dtype=np.int64)
+    counts = {k: np.zeros((n, G), dtype=np.int64)
+              for k in ("useful", "exponent_block", "shift_range", "lock_step", "no_term")}
+    for s in range(G):
+        cnt = {k: np.zeros(n, dtype=np.int64) for k in counts}
+        acc, cycles[:, s] = _columns_group(acc, A[:, s], group_b(s), cfg, pe, cnt)
+        for k in counts:
+            counts[k][:, s] = cnt[k]
+        if progress is not None:
+            progress(s + 1, G)
+    return acc, cycles, counts
+
+
+def schedule(group_cycles, b_buffers: int):
+    """Start cycles of every (column, group) under the B-buffer rule of spec §5.2 (module
+    docstring) and the tile's total cycles.  ``group_cycles``: (cols, groups) ints, or
+    (tiles, cols, groups) for many independent tile runs (then the totals are an array)."""
+    gc = np.asarray(group_cycles, dtype=np.int64)
+    single = gc.ndim == 2
+    if single:
+        gc = gc[None]
+    T, C, G = gc.shape
+    start = np.zeros((T, C, G), dtype=np.int64)
+    finish = np.zeros((T, C, G), dtype=np.int64)
+    for s in range(G):
+        prev = finish[:, :, s - 1] if s else np.zeros((T, C), dtype=np.int64)
+        if b_buffers == 0:
+            start[:, :, s] = prev.max(axis=1, keepdims=True)
+        else:
+            gate = (start[:, :, s - b_buffers].max(axis=1, keepdims=True) if s >= b_buffers
+                    else 0)
+            start[:, :, s] = np.maximum(prev, gate)
+        finish[:, :, s] = start[:, :, s] + gc[:, :, s]
+    total = finish[:, :, -1].max(axis=1)
+    return (start[0], int(total[0])) if single else (start, total)
+
+
+def _stalls(counts, group_cycles, total, R, L):
+    """The stall dict of a tile run from the per-(column, group) counts."""
+    stalls = {k: int(counts[k].sum()) for k in STALL_CAUSES if k != "inter_column"}
+    C = group_cycles.shape[0]
+    stalls["inter_column"] = int((C * total - group_cycles.sum()) * R * L)
+    return {k: stalls[k] for k in STALL_CAUSES}
+
+
+def tile_run(A, B, cfg: TileConfig = TileConfig()) -> TileResult:
+    """Run a tile over whole streams (spec §11 item 5): ``A`` (cols, groups, lanes) and ``B``
+    (rows, groups, lanes) bfloat16 bits; every PE starts from a zero accumulator.
+
+    Returns
+    -------
+    golden.common.tile.TileResult
+        ``out[r, c]`` the bf16 read-out (``out_round``) of PE ``(r, c)``; ``cycles`` the tile's
+        cycles; ``stalls`` lane-cycles per cause (:data:`STALL_CAUSES`); ``group_cycles``
+        (cols, groups).
+
+    Raises
+    ------
+    ValueError
+        Operand shapes or values (:func:`golden.common.tile.check_tile_operands`), Inf/NaN
+        operands.
+    """
+    A, B = check_tile_operands(A, B, cfg.rows, cfg.cols, cfg.lanes)
+    C, R, L = cfg.cols, cfg.rows, cfg.lanes
+    acc, gc, counts = _run_columns(A, np.broadcast_to(B[None], (C,) + B.shape), cfg)
+    _, total = schedule(gc, cfg.b_buffers)
+    out = read_out_bits(*acc, cfg.pe).reshape(C, R).T.copy()
+    return TileResult(out=out, cycles=total, stalls=_stalls(counts, gc, total, R, L),
+                      group_cycles=gc, useful=int(counts["useful"].sum()),
+                      lane_cycles=total * R * C * L)
+
+
+class GemmResult(NamedTuple):
+    """A GEMM on one FPRaker tile (:func:`tile_gemm`)."""
+
+    #: bf16 results, shape (N, M): ``out[n, m] = P[n] . S[m]``
+    out: np.ndarray
+    #: cycles of one tile doing every tile run one after another
+    cycles: int
+    #: tile runs: ceil(N / rows) * ceil(M / cols)
+    tile_runs: int
+    #: groups of ``lanes`` per tile run: ceil(K / lanes)
+    groups: int
+    #: multiply-accumulates of the GEMM, M * N * K
+    macs: int
+    #: stall cause -> lane-cycles, summed over the tile runs
+    stalls: dict
+    #: lane-cycles that processed a term
+    useful: int
+    #: cycles * rows * cols * lanes
+    lane_cycles: int
+
+
+def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None,
+              chunk: int = 4096) -> GemmResult:
+    """A whole GEMM on FPRaker tiles (spec §5.1, §6): ``out[n, m] = sum_k P[n, k] * S[m, k]``.
+
+    ``S`` (M, K) is the serial operand (row ``m`` streams down a tile column as A), ``P`` (N, K)
+    the parallel operand (row ``n`` is a tile row's B); both bfloat16 bit patterns.  The output
+    is split into ``ceil(N / rows) x ceil(M / cols)`` tile runs of ``ceil(K / lanes)`` groups
+    (zero padded; padded rows and columns are idle PEs).  Cycle-exact and bit-exact with
+    :func:`tile_run` on every tile run; column instances are simulated ``chunk`` at a time, so
+    memory stays proportional to ``chunk * rows * lanes`` plus the operands and the output.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        ``progress(done, total)`` after every group of every chunk.
+
+    Raises
+    ------
+    ValueError
+        Operands that are not 2-D integer arrays, reduction lengths that differ, Inf/NaN values.
+    """
+    S3, P3 = gemm_groups(S, P, cfg.lanes)
+    M, G, L = S3.shape
+    N = P3.shape[0]
+    R, C = cfg.rows, cfg.cols
+    nb, cb = -(-N // R), -(-M // C)
+    P4 = np.zeros((nb * R, G, L), dtype=np.int64)
+    P4[:N] = P3
+    P4 = P4.reshape(nb, R, G, L)
+    Mp = cb * C
+    S3p = np.zeros((Mp, G, L), dtype=np.int64)
+    S3p[:M] = S3
+    # column instances: (row block, serial row), all independent
+    inst_rb = np.repeat(np.arange(nb), Mp)
+    inst_m = np.tile(np.arange(Mp), nb)
+    n_inst = inst_rb.size
+    out = np.zeros((nb * R, Mp), dtype=np.uint16)
+    gc = np.zeros((n_inst, G), dtype=np.int64)
+    counts = {}
+    steps = -(-n_inst // chunk) * G
+    done_steps = 0
+    for lo in range(0, n_inst, chunk):
+        hi = min(n_inst, lo + chunk)
+        rb, mm = inst_rb[lo:hi], inst_m[lo:hi]
+
+        def report(s, g, base=done_steps):
+            if progress is not None:
+                progress(base + s, steps)
+
+        acc, gc[lo:hi], cnt = _run_columns(S3p[mm], lambda s: P4[rb, :, s], cfg, report)
+        done_steps += G
+        res = read_out_bits(*acc, cfg.pe).reshape(hi - lo, R)
+        out[(rb[:, None] * R + np.arange(R)).reshape(-1), np.repeat(mm, R)] = res.reshape(-1)
+        for k, v in cnt.items():
+            counts[k] = counts.get(k, 0) + int(v.sum())
+    # tile runs: (row block, column block) -> C column instances
+    gct = gc.reshape(nb, cb, C, G).reshape(nb * cb, C, G)
+    _, totals = schedule(gct, cfg.b_buffers)
+    cycles = int(totals.sum())
+    stalls = {k: counts[k] for k in STALL_CAUSES if k != "inter_column"}
+    stalls["inter_column"] = int((C * totals.sum() - gct.sum()) * R * L)
+    return GemmResult(out=out[:N, :M], cycles=cycles, tile_runs=nb * cb, groups=G,
+                      macs=M * N * np.asarray(S).shape[1],
+                      stalls={k: stalls[k] for k in STALL_CAUSES}, useful=counts["useful"],
+                      lane_cycles=cycles * R * C * L)
