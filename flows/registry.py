@@ -56,6 +56,11 @@ class Unit:
     #: testbench's default values: the Verilog does not depend on them, so area reports list
     #: them apart from the configuration, ``area --set`` and sweeps refuse them
     runtime_fields: tuple[str, ...] = ()
+    #: lowest effort at which the test suite regresses the paper configuration itself (large
+    #: arrays: "full"); below it only :attr:`extra_configs` run
+    paper_test_effort: str = "quick"
+    #: simulator of the test suite's paper-configuration run (default: :attr:`sim`)
+    paper_test_sim: str | None = None
 
     def hardware_config(self, cfg) -> dict:
         """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""

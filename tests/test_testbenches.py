@@ -10,11 +10,20 @@ from flows.simulate import failure_details, run_testbench
 def _cases():
     for unit in registry.UNITS.values():
         for label, cfg in unit.test_configs():
-            yield pytest.param(unit.name, cfg, id=f"{unit.name}-{label}")
+            yield pytest.param(unit.name, cfg, label == "default", id=f"{unit.name}-{label}")
 
 
-@pytest.mark.parametrize("unit_name, cfg", list(_cases()))
-def test_testbench(unit_name, cfg, tb_options, effort):
-    result = run_testbench(unit_name, cfg, effort=effort, **tb_options)
+@pytest.mark.parametrize("unit_name, cfg, paper", list(_cases()))
+def test_testbench(unit_name, cfg, paper, tb_options, effort):
+    unit = registry.get(unit_name)
+    options = dict(tb_options)
+    if paper:
+        # large paper configurations (8x8 tiles) run only under full effort, on their simulator
+        if registry.EFFORTS.index(effort) < registry.EFFORTS.index(unit.paper_test_effort):
+            pytest.skip(f"{unit_name}'s paper configuration runs under --effort "
+                        f"{unit.paper_test_effort}")
+        if unit.paper_test_sim and options.get("sim") is None:
+            options["sim"] = unit.paper_test_sim
+    result = run_testbench(unit_name, cfg, effort=effort, **options)
     assert result.tests > 0, f"no cocotb test ran; log {result.log}"
     assert result.passed, f"{result.summary()}\n{failure_details(result)}"

@@ -34,6 +34,19 @@ UNITS = (
          synth_overrides={"lanes": 2},
          breakdown=("encoder", "core.operands", "core.exponent", "core.lanes",
                     "core.accumulator")),
+    Unit(name="fpraker.tile",
+         summary="FPRaker tile: rows x cols term-serial PEs (group exponent mode), one term "
+                 "encoder per column, one exponent block per 2 PEs, B buffers, stream inputs",
+         config="golden.fpraker.tile:TileConfig", component="hdl.fpraker.tile:Tile",
+         testbench="tb.fpraker.tile", preset="fpraker-paper",
+         extra_configs=({"rows": 2, "cols": 2}, {"rows": 2, "cols": 4}, {"rows": 4, "cols": 4},
+                        {"rows": 3, "cols": 2, "share_exp": False, "b_buffers": 0},
+                        {"rows": 2, "cols": 3, "b_buffers": 2, "encoding": "binary",
+                         "int_bits": 6, "kmax": 1023}),
+         test_sizes={"quick": 200, "standard": 2000, "full": 10000},
+         synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
+         paper_test_effort="full", paper_test_sim="verilator",
+         paper="317,068 µm² at 65 nm: PE array 304,118 + term encoders 12,950 (Table III)"),
 )
 
 PARTS = (
