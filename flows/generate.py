@@ -7,14 +7,23 @@ from pathlib import Path
 
 from golden import config_dict
 
-from . import build_dir
+from . import FlowError, build_dir
 from .registry import Unit
 from .tools import versions
 
 
 def build_component(unit: Unit, cfg, factory=None):
-    """The Amaranth component of ``unit`` for ``cfg`` (``factory`` overrides the registry's)."""
-    return (factory or unit.component_factory())(cfg)
+    """The Amaranth component of ``unit`` for ``cfg`` (``factory`` overrides the registry's).
+
+    A component that refuses a valid configuration raises ``ValueError`` in its constructor
+    (a golden-model option the RTL does not implement); that becomes a one-line
+    :class:`FlowError`."""
+    try:
+        return (factory or unit.component_factory())(cfg)
+    except ValueError as e:
+        msg = str(e)
+        prefix = f"{unit.name}: "
+        raise FlowError(msg if msg.startswith(prefix) else prefix + msg) from None
 
 
 def convert(unit: Unit, cfg, factory=None) -> tuple[str, dict]:

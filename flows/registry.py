@@ -61,6 +61,13 @@ class Unit:
     paper_test_effort: str = "quick"
     #: simulator of the test suite's paper-configuration run (default: :attr:`sim`)
     paper_test_sim: str | None = None
+    #: ``module:function`` turning an area report with a breakdown into an extra markdown
+    #: table (``trainfab area --breakdown``; the FPRaker Table III layout for the tiles)
+    breakdown_table: str = ""
+    #: yosys' SAT-based resource sharing (``synth`` without ``-noshare``); off for arrays of
+    #: identical PEs, where its pairwise search across PEs runs for hours and finds nothing
+    #: worth sharing between independent datapaths
+    synth_share: bool = True
 
     def hardware_config(self, cfg) -> dict:
         """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""

@@ -30,6 +30,7 @@ module boundaries, and ABC maps each module on its own); the flattened numbers s
 figures.
 """
 
+import fnmatch
 import functools
 import json
 import re
@@ -53,10 +54,11 @@ ABC_SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&
 
 
 def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json: Path,
-                 mapped_json: Path, clock_ns: float = 10.0, flatten: bool = True) -> str:
+                 mapped_json: Path, clock_ns: float = 10.0, flatten: bool = True,
+                 share: bool = True) -> str:
     return "\n".join([
         f"read_verilog {source}",
-        f"synth {'-flatten ' if flatten else ''}-top {top}",
+        f"synth {'-flatten ' if flatten else ''}{'' if share else '-noshare '}-top {top}",
         "dfflegalize -cell $_DFF_P_ 01",
         # name each flip-flop after the register bit it drives (OpenSTA's start/endpoints); on
         # the generic cells, before dfflibmap, which keeps the name
@@ -165,7 +167,7 @@ def read_stat_json(path: Path) -> dict:
 
 
 def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, clock_ns: float,
-                flatten: bool = True) -> dict:
+                flatten: bool = True, share: bool = True) -> dict:
     """Run the yosys recipe on ``source`` (a file name in ``outdir``) inside ``outdir``:
     flattened (files ``synth.ys``, ``yosys.log``, ``stat_*.json``, ``<top>.mapped.v``) or
     hierarchical (the same names with ``_hier``/``.hier``).  The script names files relative to
@@ -174,7 +176,8 @@ def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, cloc
     tag = "" if flatten else "_hier"
     netlist = f"{top}{'' if flatten else '.hier'}.mapped.v"
     generic_json, mapped_json = f"stat_generic{tag}.json", f"stat_mapped{tag}.json"
-    script = yosys_script(top, source, lib, netlist, generic_json, mapped_json, clock_ns, flatten)
+    script = yosys_script(top, source, lib, netlist, generic_json, mapped_json, clock_ns, flatten,
+                          share)
     (outdir / f"synth{tag}.ys").write_text(script)
     t0 = time.monotonic()
     _run([yosys, "-q", "-l", f"yosys{tag}.log", "-s", f"synth{tag}.ys"],
@@ -250,7 +253,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     with staged(final, stale=stale, last=("area.md", "area.json")) as work:
         source = f"{unit.top}.v"
         (work / source).write_text(text)
-        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns)
+        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share)
         chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
         if not chip:
             raise FlowError("yosys printed no chip area")
@@ -288,8 +291,11 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         if unit.runtime_fields:  # run-time inputs: not part of the hardware's configuration
             report["runtime_fields"] = list(unit.runtime_fields)
         if breakdown:
-            hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False)
+            hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False,
+                               share=unit.synth_share)
             total, blocks = _breakdown(unit.top, hier, paths)
+            if any(_is_pattern(p) for p in unit.breakdown):
+                blocks = group_blocks(blocks)
             report.update({"hierarchical_area_um2": total,
                            "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)}
                                          for b in blocks],
@@ -297,7 +303,11 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
         report["files"] = sorted([p.name for p in work.iterdir() if p.is_file()]
                                  + ["area.json", "area.md"])
-        (work / "area.md").write_text(markdown(report))
+        text = markdown(report)
+        if breakdown and unit.breakdown_table:
+            from .registry import resolve
+            text += "\n" + resolve(unit.breakdown_table)(report) + "\n"
+        (work / "area.md").write_text(text)
         (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
     report["outdir"] = str(final)
     return report
@@ -312,14 +322,51 @@ def module_names(verilog_text: str) -> list[str]:
     return re.findall(r"^module\s+\\?([^\s(]+)", verilog_text, re.M)
 
 
+def _is_pattern(path: str) -> bool:
+    return any(ch in path for ch in "*?[")
+
+
+def block_label(block: str) -> str:
+    """The label a breakdown entry is summed under when the unit lists patterns: instance
+    indices become ``*`` (``pe3_1.lanes`` → ``pe*.lanes``, ``col2 (rest)`` → ``col* (rest)``)."""
+    return re.sub(r"(?<=[A-Za-z])\d+(_\d+)*", "*", block)
+
+
+def group_blocks(blocks: list[dict]) -> list[dict]:
+    """Breakdown entries summed per :func:`block_label`, in order of first appearance."""
+    out: dict[str, dict] = {}
+    for b in blocks:
+        label = block_label(b["block"])
+        g = out.setdefault(label, {"block": label, "area_um2": 0.0, "cells": 0, "flip_flops": 0,
+                                   "instances": 0})
+        for k in ("area_um2", "cells", "flip_flops"):
+            g[k] += b[k]
+        g["instances"] += 1
+    for g in out.values():
+        g["area_um2"] = round(g["area_um2"], 6)
+    return list(out.values())
+
+
 def check_breakdown_paths(unit: Unit, verilog_text: str) -> tuple[str, ...] | None:
     """The unit's breakdown paths (``None``: the top's children), each checked to be an instance
-    of the design and none inside another; :class:`FlowError` naming the first that is not."""
+    of the design and none inside another; :class:`FlowError` naming the first that is not.
+    Glob patterns (``pe*.lanes``) expand to every matching instance."""
     paths = unit.breakdown or None
     if paths is None:
         return None
     prefix = unit.top + "."
     instances = [name[len(prefix):] for name in module_names(verilog_text) if name.startswith(prefix)]
+    expanded = []
+    for path in paths:
+        if _is_pattern(path):
+            hits = [i for i in instances if fnmatch.fnmatchcase(i, path)]
+            if not hits:
+                raise FlowError(f"{unit.name}: breakdown pattern {path!r} matches no instance of "
+                                "the design")
+            expanded += hits
+        else:
+            expanded.append(path)
+    paths = expanded
     for path in paths:
         if path not in instances:
             shown = ", ".join(instances[:24]) + (", …" if len(instances) > 24 else "")
@@ -482,4 +529,4 @@ OpenSTA script:
 
 __all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
-           "hierarchy", "breakdown_blocks", "breakdown_markdown"]
+           "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks"]

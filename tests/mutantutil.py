@@ -37,11 +37,14 @@ class Patched(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.inner = inner = self.inner
-        for name, member in self.signature.members.items():
+        # flatten: array members (``In(4).array(lanes)``) and nested signatures pass through
+        # port by port
+        for (_, member, outer), (_, _, value) in zip(self.signature.flatten(self),
+                                                     self.inner.signature.flatten(inner)):
             if member.flow == wiring.In:
-                m.d.comb += getattr(inner, name).eq(getattr(self, name))
+                m.d.comb += value.eq(outer)
             else:
-                m.d.comb += getattr(self, name).eq(getattr(inner, name))
+                m.d.comb += outer.eq(value)
         m.d.comb += self.patch(m, inner)
         return m
 

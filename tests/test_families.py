@@ -17,7 +17,8 @@ def test_families_are_discovered_in_a_fixed_order():
     names = [families.family_name(m) for m in families.modules()]
     assert names[:3] == ["fpraker", "baseline", "gecko"]
     assert [m.__name__ for m in families.discover()] == [m.__name__ for m in families.modules()]
-    assert list(registry.UNITS)[:3] == ["fpraker.encoder", "fpraker.pe", "baseline.bf16_pe"]
+    assert list(registry.UNITS)[:4] == ["fpraker.encoder", "fpraker.pe", "fpraker.tile",
+                                        "baseline.bf16_pe"]
     for unit in registry.UNITS.values():
         assert unit.family in names
 
@@ -31,7 +32,7 @@ def test_declarations_reach_the_flows():
         assert c.numerator in known and c.denominator in known, c.label
     papers = report.paper_figures()
     assert papers["fpraker.pe/core"].startswith("4,752") and "gecko.compressor" in papers
-    assert [b.name for b in families.benches()][:2] == ["fpraker.pe", "gecko"]
+    assert [b.name for b in families.benches()][:3] == ["fpraker.pe", "fpraker.tile", "gecko"]
     assert [a.name for a in families.tensor_analyses()] == ["gecko", "hbfp"]
 
 

@@ -285,8 +285,12 @@ class GemmResult(NamedTuple):
     lane_cycles: int
 
 
-def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None,
-              chunk: int = 4096) -> GemmResult:
+#: engines of :func:`tile_gemm`
+ENGINES = ("auto", "numba", "numpy")
+
+
+def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None, chunk: int = 4096,
+              engine: str = "auto") -> GemmResult:
     """A whole GEMM on FPRaker tiles (spec §5.1, §6): ``out[n, m] = sum_k P[n, k] * S[m, k]``.
 
     ``S`` (M, K) is the serial operand (row ``m`` streams down a tile column as A), ``P`` (N, K)
@@ -299,13 +303,27 @@ def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None,
     Parameters
     ----------
     progress : callable, optional
-        ``progress(done, total)`` after every group of every chunk.
+        ``progress(done, total)`` as the work advances.
+    chunk : int
+        Column instances per NumPy batch (the NumPy engine).
+    engine : {"auto", "numba", "numpy"}
+        ``"numba"``: the compiled copy of this model (:mod:`golden.fpraker.tile_batch`, checked
+        against it bit for bit; >= 20 million MACs/s); ``"numpy"``: this module's vectorised
+        model; ``"auto"``: numba when it is installed.
 
     Raises
     ------
     ValueError
         Operands that are not 2-D integer arrays, reduction lengths that differ, Inf/NaN values.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: expected one of {ENGINES}")
+    if engine != "numpy":
+        from . import tile_batch
+        if tile_batch.available():
+            return tile_batch.tile_gemm_fast(S, P, cfg, progress=progress)
+        if engine == "numba":
+            raise ValueError("engine 'numba': numba is not installed")
     S3, P3 = gemm_groups(S, P, cfg.lanes)
     M, G, L = S3.shape
     N = P3.shape[0]
@@ -323,7 +341,7 @@ def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None,
     n_inst = inst_rb.size
     out = np.zeros((nb * R, Mp), dtype=np.uint16)
     gc = np.zeros((n_inst, G), dtype=np.int64)
-    counts = {}
+    counts = dict.fromkeys(("useful", "exponent_block", "shift_range", "lock_step", "no_term"), 0)
     steps = -(-n_inst // chunk) * G
     done_steps = 0
     for lo in range(0, n_inst, chunk):
@@ -339,7 +357,7 @@ def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None,
         res = read_out_bits(*acc, cfg.pe).reshape(hi - lo, R)
         out[(rb[:, None] * R + np.arange(R)).reshape(-1), np.repeat(mm, R)] = res.reshape(-1)
         for k, v in cnt.items():
-            counts[k] = counts.get(k, 0) + int(v.sum())
+            counts[k] += int(v.sum())
     # tile runs: (row block, column block) -> C column instances
     gct = gc.reshape(nb, cb, C, G).reshape(nb * cb, C, G)
     _, totals = schedule(gct, cfg.b_buffers)

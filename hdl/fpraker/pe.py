@@ -215,11 +215,18 @@ class ShiftReduce(wiring.Component):
                 m.d.comb += [sh.eq(DMAX - self.delta[i]), shifted.eq(self.sigb[i] << sh)]
             else:  # dmax = 0: no shifter (a zero-width amount would be a [-1:0] wire)
                 m.d.comb += shifted.eq(self.sigb[i])
+            # a negative lane enters the tree as its one's complement (-v - 1); the missing +1s
+            # come in as one extra tree input, the count of negative lanes (no negators)
             val = Signal(signed(9 + DMAX), name=f"lane_val{i}")
-            m.d.comb += val.eq(Mux(self.proc[i], Mux(self.neg[i], -shifted, shifted), 0))
+            ext = Signal(signed(9 + DMAX), name=f"lane_ext{i}")
+            flip = Signal(signed(9 + DMAX), name=f"lane_flip{i}")
+            m.d.comb += [ext.eq(shifted), flip.eq(Mux(self.neg[i], -1, 0)),
+                         val.eq(Mux(self.proc[i], ext ^ flip, 0))]
             lane_vals.append(val)
+        negs = Signal(range(L + 1), name="neg_count")
+        m.d.comb += negs.eq(sum((self.proc[i] & self.neg[i]) for i in range(L)))
         tw = 9 + DMAX + ceil_log2(L)
-        tree = adder_tree(m, lane_vals, tw, "tree")
+        tree = adder_tree(m, lane_vals + [negs], tw, "tree")
         # base shifter: the tree (grid 2**(E-F+sh)) onto the 2**(E-F) grid, sh = c0 - base
         c0 = F - 7 - DMAX
         base = self.base
@@ -232,6 +239,13 @@ class ShiftReduce(wiring.Component):
         else:
             m.d.comb += self.sum.eq(jam_right(m, tree, base + (-c0), "tree_jam"))
         return m
+
+
+def _check_step_mode(cfg: PEConfig) -> None:
+    if cfg.exp_mode != "step":
+        raise ValueError(f"fpraker.pe: exp_mode={cfg.exp_mode!r}: the standalone PE's RTL "
+                         "implements the step exponent mode; the group mode is the tile's "
+                         "(fpraker.tile, and its golden model at rows=1)")
 
 
 def _pe_ports(cfg: PEConfig) -> dict:
@@ -276,6 +290,7 @@ class PECore(wiring.Component):
     """
 
     def __init__(self, cfg: PEConfig = PEConfig()):
+        _check_step_mode(cfg)
         self.cfg = cfg
         super().__init__({**_pe_ports(cfg), "terms": In(TermStreamSignature(cfg.lanes)),
                           "load": Out(1)})
@@ -389,6 +404,7 @@ class PE(wiring.Component):
     """
 
     def __init__(self, cfg: PEConfig = PEConfig()):
+        _check_step_mode(cfg)
         self.cfg = cfg
         super().__init__({**_pe_ports(cfg), "error": Out(1)})
 

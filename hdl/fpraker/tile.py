@@ -37,7 +37,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
 from golden.common import BF16
-from golden.common.accumulator import XW, norm_config, read_out_config
+from golden.common.accumulator import norm_config, read_out_config
 from golden.fpraker import EncoderConfig
 from golden.fpraker.tile import TileConfig
 
@@ -49,6 +49,8 @@ from .encoder import TermEncoder
 from .pe import ShiftReduce
 
 BF = layout(BF16)
+#: width of a PE's group exponent register: E_g = max(ABe + 1, eacc) fits 10 signed bits
+EG_W = 10
 
 
 def _delta_width(cfg: TileConfig) -> int:
@@ -75,7 +77,7 @@ class ExponentBlock(wiring.Component):
         The served PE's B exponent fields.
     acc_zero, acc_sign : In(1); acc_exp : In(signed(10)); acc_sig : In(keep_bits + 1)
         The served PE's accumulator (``acc_zero`` includes a group ``clear``).
-    eg : Out(signed(12)); delta : Out(delta width) array; ag : Out(signed(F + int_bits + 1))
+    eg : Out(signed(10)); delta : Out(delta width) array; ag : Out(signed(F + int_bits + 1))
     """
 
     def __init__(self, cfg: TileConfig):
@@ -85,7 +87,7 @@ class ExponentBlock(wiring.Component):
             "a_exp": In(8).array(L), "lead": In(L), "has": In(L), "b_exp": In(8).array(L),
             "acc_zero": In(1), "acc_sign": In(1), "acc_exp": In(signed(10)),
             "acc_sig": In(cfg.keep_bits + 1),
-            "eg": Out(signed(XW)), "delta": Out(_delta_width(cfg)).array(L),
+            "eg": Out(signed(EG_W)), "delta": Out(_delta_width(cfg)).array(L),
             "ag": Out(signed(_x_width(cfg))),
         })
 
@@ -93,25 +95,27 @@ class ExponentBlock(wiring.Component):
         cfg = self.cfg
         m = Module()
         L, F, P = cfg.lanes, cfg.frac_bits, cfg.keep_bits
+        # widths: ABe = Ae + Be - 254 in -252..254 and E_g in -512..511 fit 10 signed bits,
+        # E_g - ABe and E_g - eacc 11
         abe = []
         w = []
         for i in range(L):
-            a = Signal(signed(XW), name=f"abe{i}")
-            x = Signal(signed(XW), name=f"w{i}")
+            a = Signal(signed(EG_W), name=f"abe{i}")
+            x = Signal(signed(EG_W), name=f"w{i}")
             m.d.comb += [a.eq(self.a_exp[i] + self.b_exp[i] - 254), x.eq(a + self.lead[i])]
             abe.append(a)
             w.append(x)
         ev, emax = tree_reduce(m, [(self.has[i], w[i]) for i in range(L)]
                                + [(~self.acc_zero, self.acc_exp.as_signed())],
-                               lambda a, b: a >= b, signed(XW), "emax")
+                               lambda a, b: a >= b, signed(EG_W), "emax")
         m.d.comb += self.eg.eq(Mux(ev, emax, 0))
         cap = cfg.kmax + 2
         for i in range(L):
-            d = Signal(signed(XW + 1), name=f"d{i}")
+            d = Signal(signed(EG_W + 1), name=f"d{i}")
             m.d.comb += [d.eq(self.eg - abe[i]),
                          self.delta[i].eq(Mux(d > cap, cap, d[:_delta_width(cfg)]))]
         # the acc shift, once per group: E_g >= eacc for a non-zero accumulator
-        diff = Signal(signed(XW + 1))
+        diff = Signal(signed(EG_W + 1))
         m.d.comb += diff.eq(self.eg - self.acc_exp)
         padded = Signal(_x_width(cfg) - 1)
         m.d.comb += padded.eq(self.acc_sig << (F - P))
@@ -121,29 +125,53 @@ class ExponentBlock(wiring.Component):
 
 
 class GroupAccumulator(wiring.Component):
-    """Block 3's group end: ``acc = NORM_RNE(x, eg)`` registered on ``en`` (the shared rounding
-    block), and the register's bfloat16 read-out.
+    """Block 3: the PE's sum register and accumulator, one register pair for both.
+
+    During a group ``x`` holds the fixed-point sum on the ``2**(E_g - F)`` grid and ``eg`` the
+    group exponent; in the group's last cycle ``NORM_RNE(x_in, eg_in)`` (the shared rounding
+    block) is written into the same registers, packed as ``{zero, sign, sig}`` in ``x`` and the
+    exponent in ``eg``, where it stays until the PE's next group starts: the accumulator and the
+    group sum are never alive at once, so they share flip-flops.  ``acc`` unpacks the registers
+    (meaningful between groups) and reads them out to bfloat16.
 
     Ports
     -----
-    en : In(1); x : In(signed(F + int_bits + 1)); eg : In(signed(12))
+    en : In(1)
+        Register ``x_in``/``eg_in`` (or, with ``last``, their normalization).
+    last : In(1)
+    x_in : In(signed(F + int_bits + 1)); eg_in : In(signed(10))
+    x : Out(signed(F + int_bits + 1)); eg : Out(signed(10))
+        The registers.
     acc : Out(AccumulatorSignature(keep_bits))
     """
 
     def __init__(self, cfg: TileConfig):
         self.cfg = cfg
         self.pe = cfg.pe
-        super().__init__({"en": In(1), "x": In(signed(_x_width(cfg))), "eg": In(signed(XW)),
+        XS = _x_width(cfg)
+        if XS < cfg.keep_bits + 3:
+            raise ValueError(f"fpraker.tile: frac_bits + int_bits + 1 = {XS} cannot hold the "
+                             f"packed accumulator ({cfg.keep_bits + 3} bits)")
+        super().__init__({"en": In(1), "last": In(1), "x_in": In(signed(XS)),
+                          "eg_in": In(signed(EG_W)),
+                          "x": Out(signed(XS), init=1 << (cfg.keep_bits + 2)),
+                          "eg": Out(signed(EG_W)),
                           "acc": Out(AccumulatorSignature(cfg.keep_bits))})
 
     def elaborate(self, platform):
         m = Module()
+        P = self.cfg.keep_bits
         acc = self.acc
         norm = m.submodules.norm = Round(norm_config(self.pe))
-        m.d.comb += [norm.i.sig.eq(self.x), norm.i.exp.eq(self.eg)]
+        m.d.comb += [norm.i.sig.eq(self.x_in), norm.i.exp.eq(self.eg_in)]
         with m.If(self.en):
-            m.d.sync += [acc.zero.eq(norm.o.zero), acc.sign.eq(norm.o.sign),
-                         acc.exp.eq(norm.o.exp), acc.sig.eq(norm.o.sig)]
+            with m.If(self.last):
+                m.d.sync += [self.x.eq(Cat(norm.o.sig, norm.o.sign, norm.o.zero)),
+                             self.eg.eq(norm.o.exp)]
+            with m.Else():
+                m.d.sync += [self.x.eq(self.x_in), self.eg.eq(self.eg_in)]
+        m.d.comb += [acc.sig.eq(self.x[:P + 1]), acc.sign.eq(self.x[P + 1]),
+                     acc.zero.eq(self.x[P + 2]), acc.exp.eq(self.eg)]
         readout = m.submodules.readout = Round(read_out_config(self.pe))
         m.d.comb += [readout.i.sig.eq(acc.sig), readout.i.exp.eq(acc.exp),
                      readout.i.sign.eq(acc.sign), acc.out.eq(readout.o.bits)]
@@ -160,7 +188,7 @@ class TilePE(wiring.Component):
         new reduction.
     serve : In(1)
         The PE's exponent block serves it this cycle (its first cycle of the group).
-    eg_in : In(signed(12)); delta_in : In array; ag_in : In(signed)
+    eg_in : In(signed(10)); delta_in : In array; ag_in : In(signed)
         The exponent block's outputs (used when ``serve``).
     valid, tp, neg : the column encoder's terms; a_sign : In(lanes)
     b : In(bf16) array
@@ -180,7 +208,7 @@ class TilePE(wiring.Component):
         L = cfg.lanes
         super().__init__({
             "busy": In(1), "first": In(1), "last": In(1), "clear": In(1), "serve": In(1),
-            "eg_in": In(signed(XW)), "delta_in": In(_delta_width(cfg)).array(L),
+            "eg_in": In(signed(EG_W)), "delta_in": In(_delta_width(cfg)).array(L),
             "ag_in": In(signed(_x_width(cfg))),
             "valid": In(L), "tp": In(4).array(L), "neg": In(L), "a_sign": In(L),
             "b": In(BF).array(L), "advance": In(L),
@@ -196,21 +224,20 @@ class TilePE(wiring.Component):
         KW, DW = _k_width(cfg), _delta_width(cfg)
 
         started = Signal()
-        eg = Signal(signed(XW))
         delta = [Signal(DW, name=f"delta{i}") for i in range(L)]
-        x = Signal(signed(_x_width(cfg)))
         done = Signal(L)
         taken = Signal(L)
 
         accu = m.submodules.accumulator = GroupAccumulator(cfg)
         wiring.connect(m, accu.acc, wiring.flipped(self.acc))
+        x, eg = accu.x, accu.eg
         m.d.comb += self.zero_in.eq(self.acc.zero | self.clear)
 
         bzero = Cat(*(self.b[i].exp == 0 for i in range(L)))
         st = Signal()
         done_c = Signal(L)
         taken_c = Signal(L)
-        eg_c = Signal(signed(XW))
+        eg_c = Signal(signed(EG_W))
         x_c = Signal(signed(_x_width(cfg)))
         m.d.comb += [
             st.eq(self.busy & (started | self.serve)),
@@ -255,8 +282,8 @@ class TilePE(wiring.Component):
 
         # ---- Block 3: fixed-point sum on the group grid, normalized at the group's end
         x_next = Signal(signed(_x_width(cfg)))
-        m.d.comb += [x_next.eq(x_c + sr.sum), accu.x.eq(x_next), accu.eg.eq(eg_c),
-                     accu.en.eq(self.busy & self.last)]
+        m.d.comb += [x_next.eq(x_c + sr.sum), accu.x_in.eq(x_next), accu.eg_in.eq(eg_c),
+                     accu.en.eq(self.busy & st), accu.last.eq(self.last)]
 
         # ---- OB-b, done/taken for the column's AND trees
         obb = Signal(L)
@@ -265,7 +292,7 @@ class TilePE(wiring.Component):
         m.d.comb += [self.done_out.eq(done_c | (elig & oob) | obb),
                      self.taken_out.eq(taken_c | proc)]
         with m.If(self.busy):
-            m.d.sync += [started.eq(st & ~self.last), eg.eq(eg_c), x.eq(x_next),
+            m.d.sync += [started.eq(st & ~self.last),
                          done.eq(self.done_out), taken.eq(self.taken_out & ~self.advance)]
             m.d.sync += [delta[i].eq(ks[i][0]) for i in range(L)]
         return m

@@ -1,0 +1,582 @@
+"""Accelerated FPRaker tile GEMM: a numba copy of :func:`golden.fpraker.tile.tile_gemm`.
+
+This module is **not** a specification.  The NumPy tile model (:mod:`golden.fpraker.tile` on
+top of :mod:`golden.fpraker.pe` and :mod:`golden.common.accumulator`) is the spec in code; this
+engine re-expresses its column-group simulation in scalar integer code compiled by numba
+(``@njit``, nopython) so that whole-network GEMMs run in seconds.  It is checked against the
+NumPy model bit for bit and cycle for cycle (``tests/test_golden_fpraker_tile_batch.py``: the
+read-out, the tile cycles, every stall count, the useful lane-cycles, tile runs and groups on
+random shapes, operand kinds and configurations).  Any change to the NumPy model's protocol or
+arithmetic must be mirrored here; the test suite catches a divergence.
+
+``golden`` otherwise imports only NumPy; numba is imported by this module alone, when it is
+imported, and is optional: without it :func:`available` is false and :func:`tile_gemm_fast`
+raises ``RuntimeError`` (callers then use the NumPy model).
+
+What is compiled (per column instance = one tile row block x one serial row, all independent):
+group after group, the lock-step cycle protocol of :func:`golden.fpraker.tile._columns_group`
+(encoder lanes shared by the column's PEs, ``taken``/``done`` flags, pops and drops, the
+exponent-block skew of ``share_exp``, ``min_cycles``), the PE cycle rules of
+:func:`golden.fpraker.pe._step` / :func:`~golden.fpraker.pe._start` in both exponent modes,
+``shift_jam``, ``align_acc`` and NORM_RNE (:func:`golden.common.accumulator.norm_rne`: RNE of
+the signed step sum to ``1.P``, exponent kept modulo ``2**10`` as the ``overflow="wrap"``
+rounding block does), the stall-class counters and the cycles of every (instance, group).  The
+term tables are the NumPy model's own (``_RECODE``, ``_MSB9``).  The B-buffer schedule, the
+stall totals and the bfloat16 read-out stay NumPy (the model's own functions).
+
+Lane sets are kept as int64 bit masks (bit ``i`` = lane ``i``; ``lanes <= 64``).  Two
+shortcuts, both exact: in group mode the accumulator is normalized once at the group's end
+(the model normalizes ``X`` every cycle but keeps only the last value, and ``X`` does not
+change in a cycle without a processed term); in step mode a PE cycle without an eligible lane
+leaves the accumulator as it is (the model aligns it to its own exponent and renormalizes,
+which is the identity).
+
+Differences from :func:`~golden.fpraker.tile.tile_gemm` outside the results: ``progress``
+counts column instances rather than (chunk, group) steps; ``threads`` runs blocks of instances
+on threads (every instance writes only its own outputs, so results do not depend on it); an
+empty GEMM (no serial or no parallel row) returns an empty result.
+The JIT cache goes to numba's default place (``__pycache__`` next to this file, ignored by
+git, or numba's user-wide cache directory when that folder is read-only; ``NUMBA_CACHE_DIR``
+overrides both).
+"""
+
+import time
+
+import numpy as np
+
+from ..common.accumulator import decode_bf16, read_out_bits
+from ..common.tile import gemm_groups
+from .pe import _MSB9, _RECODE
+from .tile import STALL_CAUSES, GemmResult, TileConfig, schedule
+
+try:
+    import numba
+except ImportError:           # the engine is optional: available() is false
+    numba = None
+
+#: order of the per-instance counters the kernel returns
+_COUNTS = ("useful", "exponent_block", "shift_range", "lock_step", "no_term")
+
+
+def _jit(f):
+    """``numba.njit`` with an on-disk cache when numba finds a writable cache location."""
+    if numba is None:
+        return f
+    try:
+        return numba.njit(cache=True, nogil=True)(f)
+    except RuntimeError:      # no writable cache location: compile once per session
+        return numba.njit(nogil=True)(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# bit intrinsics (LLVM ctpop / cttz / ctlz; plain Python without numba)
+
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.core.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _popcount(typingctx, src):
+        """Set bits of an integer (LLVM ``ctpop``)."""
+        if not isinstance(src, _types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.ctpop(args[0])
+        return src(src), codegen
+
+    @_intrinsic
+    def _ctz(typingctx, src):
+        """Index of the lowest set bit of a non-zero integer (LLVM ``cttz``)."""
+        if not isinstance(src, _types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.cttz(args[0], _ir.Constant(_ir.IntType(1), 0))
+        return src(src), codegen
+
+    @_intrinsic
+    def _clz(typingctx, src):
+        """Leading zeros of an integer (LLVM ``ctlz``)."""
+        if not isinstance(src, _types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.ctlz(args[0], _ir.Constant(_ir.IntType(1), 0))
+        return src(src), codegen
+else:
+    def _popcount(m):
+        return bin(m & 0xFFFFFFFFFFFFFFFF).count("1")
+
+    def _ctz(m):
+        return ((m & -m) & 0xFFFFFFFFFFFFFFFF).bit_length() - 1
+
+    def _clz(m):
+        return 64 - (m & 0xFFFFFFFFFFFFFFFF).bit_length()
+
+
+# ----------------------------------------------------------------------------------------------
+# scalar kernels (compiled on first call)
+
+@_jit
+def _shift_jam(x, s):
+    """Scalar :func:`golden.common.accumulator.shift_jam`."""
+    if s > 0:
+        if s > 62:
+            s = 62
+        r = x >> s
+        if (x & ((np.int64(1) << s) - 1)) != 0:
+            r |= 1
+        return r
+    ns = -s
+    if ns > 62:
+        ns = 62
+    return x << ns
+
+
+@_jit
+def _norm(X, E, F, P):
+    """Scalar NORM_RNE (``round_checked(norm_config(cfg), X, E)``): the signed sum
+    ``X * 2**(E - F)`` rounded to nearest even into ``1.P``; the exponent wraps to 10 bits
+    (format ``e10m<P>`` with ``overflow="wrap"``).  Returns ``(zero, sign, exp, sig)``."""
+    if X == 0:
+        return True, np.int64(0), np.int64(0), np.int64(0)
+    sign = np.int64(0)
+    mag = X
+    if X < 0:
+        sign = np.int64(1)
+        mag = -X
+    n = np.int64(63) - np.int64(_clz(mag))      # bit_length(mag) - 1
+    s = n - P
+    if s > 0:
+        q = mag >> s
+        rem = mag - (q << s)
+        half = np.int64(1) << (s - 1)
+        if rem > half or (rem == half and (q & 1) == 1):
+            q += 1
+    else:
+        q = mag << (-s)
+    carry = np.int64(0)
+    if (q >> (P + 1)) != 0:
+        q >>= 1
+        carry = np.int64(1)
+    e = E + n - F + carry
+    e = ((e + 512) & 1023) - 512
+    return False, sign, e, q
+
+
+@_jit
+def _align(zero, sign, exp, sig, E, F, P):
+    """Scalar :func:`golden.common.accumulator.align_acc`."""
+    if zero:
+        return np.int64(0)
+    mag = _shift_jam(sig, E - exp - (F - P))
+    return -mag if sign == 1 else mag
+
+
+@_jit
+def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_cycles,
+                 rec_rem, rec_negm, msb9, lo, hi,
+                 out_zero, out_sign, out_exp, out_sig, gc, cnt):
+    """Column instances ``lo .. hi - 1`` of a GEMM (see :func:`_run`).
+
+    ``S`` (Mp, G, L) bf16 bits of the serial rows; the parallel rows pre-decoded, shape
+    (nb * R, G, L): ``ebP`` unbiased exponents, ``sgbP`` signed significands (``-SigB`` for a
+    negative B), and ``zmP`` (nb * R, G) int64 the lane masks of zero B.  Instance ``q`` is row
+    block ``q // Mp`` against serial row ``q % Mp``.  Writes the final accumulator of PE
+    ``(q, r)`` at ``q * R + r``, the cycles of every (instance, group) in ``gc`` and the five
+    lane-cycle counters (``_COUNTS`` order) of every instance in ``cnt``.
+    """
+    G = S.shape[1]
+    L = S.shape[2]
+    sh_t = F - 7 - dmax
+    one = np.int64(1)
+    kk = np.zeros(L, dtype=np.int64)
+    enc = np.zeros(L, dtype=np.int64)
+    negm = np.zeros(L, dtype=np.int64)
+    ea = np.zeros(L, dtype=np.int64)
+    sa = np.zeros(L, dtype=np.int64)
+    eat = np.zeros(L, dtype=np.int64)      # ABe_i - t_i minus the B exponent: ea_i - t_i
+    sneg = np.zeros(L, dtype=np.int64)     # sign of A times the presented term's sign
+    jl = np.zeros(L, dtype=np.int64)
+    zero = np.zeros(R, dtype=np.bool_)
+    sign = np.zeros(R, dtype=np.int64)
+    exp = np.zeros(R, dtype=np.int64)
+    sig = np.zeros(R, dtype=np.int64)
+    eg = np.zeros(R, dtype=np.int64)
+    xg = np.zeros(R, dtype=np.int64)
+    done = np.zeros(R, dtype=np.int64)
+    taken = np.zeros(R, dtype=np.int64)
+    for q in range(lo, hi):
+        rb = q // Mp
+        m = q - rb * Mp
+        r0 = rb * R
+        for r in range(R):
+            zero[r] = True
+            sign[r] = 0
+            exp[r] = 0
+            sig[r] = 0
+        n_use = 0
+        n_exp = 0
+        n_shift = 0
+        n_lock = 0
+        n_none = 0
+        for g in range(G):
+            # ---- group set-up: the encoder lanes (A); a zero B marks the PE's lane done
+            for i in range(L):
+                a = np.int64(S[m, g, i])
+                ef = (a >> 7) & 255
+                sa[i] = (a >> 15) & 1
+                ea[i] = ef - 127
+                ix = 128 + (a & 127) if ef != 0 else 0
+                enc[i] = rec_rem[ix]
+                negm[i] = rec_negm[ix]
+            for r in range(R):
+                done[r] = np.int64(zmP[r0 + r, g])
+                taken[r] = 0
+            # rows start in cycle 1, odd rows in cycle 2 when two share an exponent block
+            n_started = R if not share else (R + 1) // 2
+            c = 0
+            while True:
+                c += 1
+                # the terms the encoder lanes present this cycle
+                encm = np.int64(0)
+                for i in range(L):
+                    e_i = enc[i]
+                    if e_i != 0:
+                        encm |= one << i
+                        j = msb9[e_i]
+                        jl[i] = j
+                        eat[i] = ea[i] - (7 - j)
+                        sneg[i] = sa[i] ^ ((negm[i] >> j) & 1)
+                and_td = np.int64(-1)
+                and_done = np.int64(-1)
+                for r in range(R):
+                    row = r0 + r
+                    if share and (r & 1) == 1:
+                        if c == 1:
+                            # waiting for the shared exponent block
+                            n_exp += L
+                            and_td &= taken[r] | done[r]
+                            and_done &= done[r]
+                            continue
+                        if c == 2:
+                            n_started += 1
+                    if group and c == 1 + (1 if share and (r & 1) == 1 else 0):
+                        # exponent block: E_g over the first terms and the accumulator
+                        has = encm & ~done[r]
+                        E = np.int64(0)
+                        any_w = False
+                        mm = has
+                        while mm != 0:
+                            i = _ctz(mm)
+                            mm ^= one << i
+                            w = eat[i] + np.int64(ebP[row, g, i])
+                            if not any_w or w > E:
+                                E = w
+                            any_w = True
+                        if not zero[r]:
+                            if not any_w or exp[r] > E:
+                                E = exp[r]
+                        eg[r] = E
+                        xg[r] = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk)
+                    dm = done[r]
+                    tk = taken[r]
+                    elig = encm & ~dm & ~tk
+                    lock = encm & ~dm & tk
+                    proc = np.int64(0)
+                    ob = np.int64(0)
+                    n_wait = 0            # in bounds but outside the dmax window
+                    if elig != 0:
+                        if group:
+                            E = eg[r]
+                        else:
+                            E = np.int64(0)
+                            first = True
+                            mm = elig
+                            while mm != 0:
+                                i = _ctz(mm)
+                                mm ^= one << i
+                                w = eat[i] + np.int64(ebP[row, g, i])
+                                if first or w > E:
+                                    E = w
+                                first = False
+                            if not zero[r] and exp[r] > E:
+                                E = exp[r]
+                        base = np.int64(0)
+                        any_run = False
+                        run = np.int64(0)
+                        mm = elig
+                        while mm != 0:
+                            i = _ctz(mm)
+                            mm ^= one << i
+                            k = E - eat[i] - np.int64(ebP[row, g, i])
+                            kk[i] = k
+                            if k > kmax:
+                                ob |= one << i           # OB-a
+                            else:
+                                run |= one << i
+                                if not any_run or k < base:
+                                    base = k
+                                any_run = True
+                        T = np.int64(0)
+                        mm = run
+                        while mm != 0:
+                            i = _ctz(mm)
+                            mm ^= one << i
+                            d = kk[i] - base
+                            if d <= dmax:
+                                proc |= one << i
+                                v = np.int64(sgbP[row, g, i]) << (dmax - d)
+                                if sneg[i] == 1:
+                                    T -= v
+                                else:
+                                    T += v
+                                if kk[i] >= kmax:
+                                    ob |= one << i       # OB-b
+                            else:
+                                n_wait += 1
+                        Tg = _shift_jam(T, base - sh_t)
+                        if group:
+                            xg[r] += Tg
+                        else:
+                            X = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg
+                            z, s_, e_, m_ = _norm(X, E, F, Pk)
+                            zero[r] = z
+                            sign[r] = s_
+                            exp[r] = e_
+                            sig[r] = m_
+                    # (step mode without an eligible lane leaves the accumulator unchanged:
+                    # aligning it to its own exponent and renormalizing is exact)
+                    n_p = _popcount(proc)
+                    n_l = _popcount(lock)
+                    n_use += n_p
+                    n_shift += n_wait
+                    n_lock += n_l
+                    n_none += L - n_p - n_wait - n_l
+                    dm |= ob
+                    tk |= proc
+                    done[r] = dm
+                    taken[r] = tk
+                    and_td &= tk | dm
+                    and_done &= dm
+                # encoder lanes: pop when every PE has taken or is done, drop when all are done
+                adv = and_td & encm
+                mm = adv
+                while mm != 0:
+                    i = _ctz(mm)
+                    mm ^= one << i
+                    enc[i] &= ~(one << jl[i])
+                mm = and_done & encm
+                while mm != 0:
+                    i = _ctz(mm)
+                    mm ^= one << i
+                    enc[i] = 0
+                if adv != 0:
+                    for r in range(R):
+                        taken[r] &= ~adv
+                if c >= min_cycles and n_started == R:
+                    all_empty = True
+                    for i in range(L):
+                        if enc[i] != 0:
+                            all_empty = False
+                            break
+                    if all_empty:
+                        break
+            gc[q, g] = c
+            if group:
+                for r in range(R):
+                    z, s_, e_, m_ = _norm(xg[r], eg[r], F, Pk)
+                    zero[r] = z
+                    sign[r] = s_
+                    exp[r] = e_
+                    sig[r] = m_
+        for r in range(R):
+            out_zero[q * R + r] = zero[r]
+            out_sign[q * R + r] = sign[r]
+            out_exp[q * R + r] = exp[r]
+            out_sig[q * R + r] = sig[r]
+        cnt[q, 0] = n_use
+        cnt[q, 1] = n_exp
+        cnt[q, 2] = n_shift
+        cnt[q, 3] = n_lock
+        cnt[q, 4] = n_none
+
+
+# ----------------------------------------------------------------------------------------------
+# availability
+
+def available() -> bool:
+    """True when numba can be imported (the engine can run)."""
+    return numba is not None
+
+
+def _compiled():
+    """The compiled kernel; ``RuntimeError`` without numba."""
+    if numba is None:
+        raise RuntimeError("golden.fpraker.tile_batch needs numba (pip install numba); "
+                           "use golden.fpraker.tile.tile_gemm without it")
+    return _gemm_kernel
+
+
+# ----------------------------------------------------------------------------------------------
+# the GEMM
+
+def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 2048):
+    """The fast engine's GEMM: ``(GemmResult, group cycles (nb, Mp, G))``."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads={threads!r}: expected an int >= 1")
+    kernel = _compiled()
+    S3, P3 = gemm_groups(S, P, cfg.lanes)
+    # the NumPy model's operand checks (Inf/NaN, range) and messages
+    decode_bf16(S3)
+    decode_bf16(P3)
+    M, G, L = S3.shape
+    N = P3.shape[0]
+    R, C = cfg.rows, cfg.cols
+    nb, cb = -(-N // R), -(-M // C)
+    # the parallel operand decoded once (every serial row reuses it), zero rows padded
+    ef = (P3 >> 7) & 0xFF
+    ebP = np.zeros((nb * R, G, L), dtype=np.int32)
+    ebP[:N] = ef - 127
+    mag = 128 + (P3 & 0x7F)
+    sgbP = np.zeros((nb * R, G, L), dtype=np.int32)
+    sgbP[:N] = np.where((P3 >> 15) & 1 == 1, -mag, mag)
+    zb = np.ones((nb * R, G, L), dtype=np.int64)
+    zb[:N] = ef == 0
+    zmP = (zb << np.arange(L, dtype=np.int64)).sum(axis=2)   # disjoint bits: sum = OR
+    del ef, mag, zb
+    Mp = cb * C
+    Sp = np.zeros((Mp, G, L), dtype=np.int32)
+    Sp[:M] = S3
+    n_inst = nb * Mp
+    pe = cfg.pe
+    zero = np.zeros(n_inst * R, dtype=np.bool_)
+    sign = np.zeros(n_inst * R, dtype=np.int64)
+    exp = np.zeros(n_inst * R, dtype=np.int64)
+    sig = np.zeros(n_inst * R, dtype=np.int64)
+    gc = np.zeros((n_inst, G), dtype=np.int64)
+    cnt = np.zeros((n_inst, len(_COUNTS)), dtype=np.int64)
+    rec = _RECODE[cfg.encoding]
+    rec_rem = np.ascontiguousarray(rec[:, 0])
+    rec_negm = np.ascontiguousarray(rec[:, 1])
+
+    def block(lo):
+        # writes only the outputs of instances lo .. hi - 1: blocks are independent
+        hi = min(n_inst, lo + chunk)
+        kernel(Sp, ebP, sgbP, zmP, Mp, R, cfg.share_exp, cfg.exp_mode == "group", pe.frac_bits,
+               pe.keep_bits, pe.kmax, pe.dmax, cfg.min_cycles, rec_rem, rec_negm, _MSB9,
+               lo, hi, zero, sign, exp, sig, gc, cnt)
+        return hi
+
+    blocks = range(0, n_inst, chunk)
+    if threads == 1 or len(blocks) <= 1:
+        for lo in blocks:
+            hi = block(lo)
+            if progress is not None:
+                progress(hi, n_inst)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=threads) as pool:    # the kernel releases the GIL
+            for hi in pool.map(block, blocks):
+                if progress is not None:
+                    progress(hi, n_inst)
+    bits = read_out_bits(zero, sign, exp, sig, pe).reshape(nb, Mp, R)
+    out = bits.transpose(0, 2, 1).reshape(nb * R, Mp)
+    gct = gc.reshape(nb, cb, C, G).reshape(nb * cb, C, G)
+    _, totals = schedule(gct, cfg.b_buffers)
+    cycles = int(totals.sum())
+    tot = cnt.sum(axis=0)
+    counts = {k: int(tot[i]) for i, k in enumerate(_COUNTS)}
+    stalls = {k: counts[k] for k in STALL_CAUSES if k != "inter_column"}
+    stalls["inter_column"] = int((C * totals.sum() - gct.sum()) * R * L)
+    res = GemmResult(out=np.ascontiguousarray(out[:N, :M]), cycles=cycles, tile_runs=nb * cb,
+                     groups=G, macs=M * N * np.asarray(S).shape[1],
+                     stalls={k: stalls[k] for k in STALL_CAUSES}, useful=counts["useful"],
+                     lane_cycles=cycles * R * C * L)
+    return res, gc.reshape(nb, Mp, G)
+
+
+def tile_gemm_fast(S, P, cfg: TileConfig = TileConfig(), progress=None,
+                   threads: int = 1) -> GemmResult:
+    """:func:`golden.fpraker.tile.tile_gemm` on the compiled engine: the same
+    :class:`~golden.fpraker.tile.GemmResult`, bit for bit and cycle for cycle.
+
+    ``progress(done, total)`` is called after every block of column instances (``total`` =
+    ``ceil(N / rows) * cols * ceil(M / cols)`` instances, ``done`` increasing).  ``threads > 1``
+    runs blocks of instances on that many threads; every instance writes only its own outputs,
+    so the result does not depend on ``threads``.
+
+    Raises
+    ------
+    RuntimeError
+        numba is not installed (:func:`available` is false).
+    ValueError
+        The operand errors of :func:`~golden.fpraker.tile.tile_gemm`.
+    """
+    return _run(S, P, cfg, progress, threads)[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# benchmark
+
+def _timed(f):
+    """``(result, wall seconds, CPU seconds of this process)`` of ``f()``."""
+    w, c = time.perf_counter(), time.process_time()
+    r = f()
+    return r, time.perf_counter() - w, time.process_time() - c
+
+
+def bench_tile_gemm(scale: int = 1, seed: int = 0) -> str:
+    """Markdown table: MACs/s of the compiled engine and of the NumPy model on a MiniLM-like
+    layer (``S`` 128 x 384 ReLU activations, ``P`` 384 x 384 N(0,1) weights, default
+    :class:`~golden.fpraker.tile.TileConfig`, plus the engine in step mode), sizes divided by
+    ``scale``.  MACs/s are given per wall second and per CPU second of this process (one core:
+    the engine runs on one thread here, as does the NumPy model; CPU time is the robust figure
+    on a loaded machine).  The engine's first call (JIT compile, or loading numba's cache) is
+    timed separately, and the two engines' results are compared."""
+    from .pe import random_operands
+    from .tile import tile_gemm
+    rng = np.random.default_rng(seed)
+    M, K, N = max(1, 128 // scale), max(1, 384 // scale), max(1, 384 // scale)
+    S, _ = random_operands(rng, M, K, "relu")
+    P, _ = random_operands(rng, N, K, "normal")
+    cfg = TileConfig()
+    kernel = _compiled()
+    misses = sum(kernel.stats.cache_misses.values())
+    _, t_first, _ = _timed(lambda: tile_gemm_fast(S[:1, :8], P[:1, :8], cfg))
+    how = ("JIT compile" if sum(kernel.stats.cache_misses.values()) > misses
+           else "loaded from numba's cache")
+    (fast, gc), w_fast, c_fast = _timed(lambda: _run(S, P, cfg))
+    step_cfg = TileConfig(exp_mode="step")
+    _, w_step, c_step = _timed(lambda: _run(S, P, step_cfg))
+    ref, w_np, c_np = _timed(lambda: tile_gemm(S, P, cfg, engine="numpy"))
+    same = (np.array_equal(fast.out, ref.out) and fast.cycles == ref.cycles
+            and fast.stalls == ref.stalls and fast.useful == ref.useful)
+    macs = fast.macs
+
+    def row(name, w, c):
+        return (f"| {name} | {w:.3f} | {c:.3f} | {macs / w / 1e6:.2f} M | "
+                f"{macs / c / 1e6:.2f} M |")
+
+    lines = [
+        f"tile_gemm on a MiniLM-like layer: S {M}x{K} (relu) by P {N}x{K} (normal), "
+        f"TileConfig() ({cfg.rows}x{cfg.cols}x{cfg.lanes}, {cfg.exp_mode} mode); "
+        f"{macs:,} MACs, {fast.tile_runs} tile runs of {fast.groups} groups",
+        "",
+        "| engine | wall s | CPU s | MACs/s (wall) | MACs/s (CPU) |",
+        "|---|---:|---:|---:|---:|",
+        row("numba tile_gemm_fast (warm)", w_fast, c_fast),
+        row("numba tile_gemm_fast (warm), exp_mode=step", w_step, c_step),
+        row("NumPy tile_gemm", w_np, c_np),
+        "",
+        f"- numba first call ({how}): {t_first:.2f} s wall",
+        f"- mean cycles per column group: {gc.mean():.3f}; tile cycles per group: "
+        f"{fast.cycles / (fast.tile_runs * fast.groups):.3f}",
+        f"- results identical (out, cycles, stalls, useful): {'yes' if same else 'NO'}",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = ["available", "bench_tile_gemm", "tile_gemm_fast"]
