@@ -119,6 +119,8 @@ def cmd_area(args) -> int:
           f"{r.get('critical_path_ns')} ns{path}, fmax {fmax}")
     if args.breakdown:
         print(breakdown_markdown(r))
+        if unit.breakdown_table:
+            print(registry.resolve(unit.breakdown_table)(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
     return 0
 
@@ -242,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "configurations, on local processes or a Dask cluster")
     sweep.add_arguments(s)
     s.set_defaults(func=sweep.cmd_sweep)
+
+    from . import power, speedup
+
+    for name, mod in (("power", power), ("speedup", speedup)):
+        s = sub.add_parser(name, help=mod.HELP)
+        mod.add_arguments(s)
+        s.set_defaults(func=mod.cmd)
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
     s.add_argument("--liberty", default="osu018")

@@ -74,7 +74,9 @@ def _config_tag(cfg) -> str:
 
 def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None = None,
                   effort: str = "standard", waves: bool = False, factory=None,
-                  testcase: str | None = None, build_root: Path | None = None) -> TbResult:
+                  testcase: str | None = None, build_root: Path | None = None,
+                  sources: dict[str, str] | None = None, extra_env: dict | None = None,
+                  vcd: bool = False) -> TbResult:
     """Run ``unit``'s cocotb testbench against the Verilog generated for ``cfg``.
 
     Parameters
@@ -97,6 +99,15 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         testbenches catch broken designs).
     testcase : str, optional
         Run only this cocotb test.
+    sources : dict, optional
+        Verilog to simulate instead of the unit's generated Verilog: file name → text (e.g. a
+        mapped netlist and its cell models, for ``trainfab power``); the top module keeps the
+        unit's name and ports.  The build is cached by the hash of all the texts.
+    extra_env : dict, optional
+        More environment variables for the testbench.
+    vcd : bool
+        Dump a VCD of the whole design (every level) into the run directory as
+        :attr:`TbResult.waves` (Icarus: ``<top>.vcd``; Verilator: ``dump.vcd``).
     """
     from cocotb_tools.runner import get_results, get_runner
 
@@ -116,6 +127,9 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
 
     text, fields = convert(unit, cfg, factory)
     digest = sha256(text)[:16]
+    if sources:
+        digest = "gl-" + sha256("".join(f"{n}\0{t}\0" for n, t in sorted(sources.items())))[:16]
+    waves = waves or vcd
     root = Path(build_root or build_dir()) / "sim" / unit.name
     build = ensure_dir(root / f"{sim}-{digest}{'-waves' if waves else ''}", "simulator build folder")
     source = build / f"{unit.top}.v"
@@ -128,6 +142,10 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
+        for name, body in (sources or {}).items():
+            if not (build / name).exists() or (build / name).read_text() != body:
+                (build / name).write_text(body)
+        build_sources = [build / name for name in sources] if sources else [source]
         # configurations that differ only in run-time defaults share the build (and the ports):
         # replace the manifest whole, so that a reader never sees a partial file
         man_text = json.dumps(manifest(unit, cfg, text, fields), indent=2) + "\n"
@@ -140,7 +158,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
             stamp.unlink(missing_ok=True)
             artefact.unlink(missing_ok=True)
         try:
-            runner.build(sources=[source], hdl_toplevel=unit.top, build_dir=build,
+            runner.build(sources=build_sources, hdl_toplevel=unit.top, build_dir=build,
                          build_args=build_args, timescale=("1ns", "1ps"), waves=waves,
                          log_file=build / "build.log", always=not fresh)
         except (RuntimeError, SystemExit) as e:
@@ -158,6 +176,8 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
     results = run_dir / "results.xml"
     log = run_dir / "sim.log"
     wave_file = run_dir / _WAVE_FILES[sim].format(top=unit.top) if waves else None
+    if vcd and sim == "icarus":
+        wave_file = run_dir / f"{unit.top}.vcd"   # without -fst, Icarus writes a VCD
     env = {
         "TRAINFAB_CONFIG": json.dumps(config_dict(cfg)),
         "TRAINFAB_SEED": str(seed),
@@ -166,15 +186,19 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
     }
     if effort in unit.test_sizes:
         env["TRAINFAB_TEST_SIZE"] = str(unit.test_sizes[effort])
+    env.update(extra_env or {})
     # Icarus dumps where the build's dump module says unless told otherwise: into this run's
     # folder, not the shared build folder (Verilator writes dump.vcd into its working folder,
     # the run folder)
     plusargs = [f"+dumpfile_path={wave_file}"] if waves and sim == "icarus" else []
+    if vcd and sim == "icarus":
+        _dump_vcd(runner)
     start = time.monotonic()
     try:
         runner.test(test_module=unit.testbench, hdl_toplevel=unit.top, build_dir=build,
                     test_dir=run_dir, results_xml=str(results), extra_env=env, seed=seed,
-                    waves=waves, testcase=testcase, log_file=log, timescale=("1ns", "1ps"),
+                    waves=waves and not (vcd and sim == "icarus"), testcase=testcase,
+                    log_file=log, timescale=("1ns", "1ps"),
                     plusargs=plusargs)
     except (RuntimeError, SystemExit):
         pass  # failing tests or a crashed simulator: the results file (or its absence) tells
@@ -182,6 +206,17 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
     tests, failed = get_results(results) if results.exists() else (0, 0)
     return TbResult(unit.name, config_dict(cfg), sim, seed, tests, failed, seconds, log, results,
                     wave_file if wave_file is not None and wave_file.exists() else None)
+
+
+def _dump_vcd(runner) -> None:
+    """Make an Icarus runner's test step write VCD: cocotb passes ``-fst`` with waves and
+    ``-none`` without; this run's command gets ``-vcd`` instead of ``-none``."""
+    test_command = runner._test_command
+
+    def with_vcd():
+        return [[("-vcd" if arg == "-none" else arg) for arg in cmd] for cmd in test_command()]
+
+    runner._test_command = with_vcd
 
 
 #: the simulator executable each build produces (checked against its fingerprint before reuse)

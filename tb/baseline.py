@@ -6,6 +6,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
+from flows.power_tb import PowerWindow, operands, power_test
 from golden.baseline import Acc, BaselineConfig, baseline_group
 from golden.common import BF16
 from golden.fpraker.pe import random_operands
@@ -114,3 +115,22 @@ async def random_regression(dut):
             await h.cycle(start=False, label=f"idle before group {g}")
         await h.cycle(A[g], B[g], clear=clear, label=f"group {g}")
     assert h.checked == n, f"{h.checked} of {n} groups checked"
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the operand groups of ``a``/``b`` (groups, lanes), one per cycle with
+    no idle cycle, the accumulator cleared at the first group of every ``dot_groups``; every
+    result checked against the golden model; the measured window covers exactly those cycles."""
+    h = await setup(dut)
+    ops = operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, h.cfg.lanes) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{h.cfg.lanes}) with groups a multiple of dot_groups"
+    window = PowerWindow(dut)
+    for g in range(groups):
+        await h.cycle(A[g].tolist(), B[g].tolist(), clear=g % dot == 0, label=f"power group {g}")
+    assert h.checked == groups, f"power run: {h.checked} of {groups} groups checked"
+    window.close(groups=groups, busy_cycles=groups, dot_products=groups // dot)

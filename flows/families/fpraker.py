@@ -43,7 +43,8 @@ UNITS = (
                         {"rows": 3, "cols": 2, "share_exp": False, "b_buffers": 0},
                         {"rows": 2, "cols": 3, "b_buffers": 2, "encoding": "binary",
                          "int_bits": 6, "kmax": 1023}),
-         test_sizes={"quick": 200, "standard": 2000, "full": 10000},
+         # make test: 600 random groups per size (about 40 s each); the full effort runs 2,500
+         test_sizes={"quick": 100, "standard": 600, "full": 2500},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
          paper_test_effort="full", paper_test_sim="verilator",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),

@@ -21,6 +21,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
+from flows.power_tb import PowerWindow, operands, power_test
 from golden.common import BF16
 from golden.fpraker.pe import Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands
 from hdl.common.formats import group_layout
@@ -283,3 +284,24 @@ async def random_regression(dut):
     # the cycle total is the golden model's schedule, which the PE followed group by group
     cocotb.log.info("random_regression: %d groups checked, %d cycles (%.3f cycles/group)",
                     total_checked, total_cycles, total_cycles / total_checked)
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the operand groups of ``a``/``b`` (groups, lanes) streamed back to
+    back as dot products of ``dot_groups`` groups, as fast as the PE takes them (no back-pressure,
+    no idle cycle), every result and group schedule checked against the golden model; the
+    measured window covers exactly the stream."""
+    cfg = await setup(dut)
+    ops = operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, cfg.lanes) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{cfg.lanes}) with groups a multiple of dot_groups"
+    rows = groups // dot
+    window = PowerWindow(dut)
+    cycles, checked = await stream(dut, cfg, A.reshape(rows, dot * cfg.lanes),
+                                   B.reshape(rows, dot * cfg.lanes), "power run")
+    assert checked == groups, f"power run: {checked} of {groups} groups checked"
+    window.close(groups=groups, busy_cycles=cycles, dot_products=rows)

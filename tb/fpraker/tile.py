@@ -13,6 +13,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from flows.power_tb import PowerWindow, operands as power_operands, power_test
 from golden.common import float_to_bf16
 from golden.fpraker.tile import TileConfig, tile_run
 
@@ -186,3 +187,24 @@ async def error_flag(dut):
     assert uint(dut.error) == 1, "Inf operand did not set error"
     await drv.run(np.full((C, 1, L), 0x3F80), B)
     assert uint(dut.error) == 1, "error is not sticky"
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the operand groups ``a`` (cols, groups, lanes) and ``b`` (rows,
+    groups, lanes) streamed back to back as reductions of ``dot_groups`` groups (``clear`` on
+    each one's first group), no back-pressure; the last reduction's read-outs are checked
+    against the golden tile.  The measured window covers exactly the stream."""
+    cfg, drv = await setup(dut)
+    ops = power_operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    G = A.shape[1]
+    assert A.shape == (cfg.cols, G, cfg.lanes) and B.shape == (cfg.rows, G, cfg.lanes) \
+        and G % dot == 0, f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}"
+    clear = np.zeros((cfg.cols, G), dtype=bool)
+    clear[:, ::dot] = True
+    window = PowerWindow(dut)
+    got = await drv.run(A, B, clear=clear, max_cycles=60 * G * cfg.lanes + 100)
+    want = tile_run(A[:, G - dot:], B[:, G - dot:], cfg)
+    expect(got.out, want.out, "power run, last reduction")
+    window.close(groups=G, busy_cycles=got.busy_cycles, reductions=G // dot)
