@@ -565,6 +565,56 @@ def forward(model: Bert, ids: np.ndarray, mask: np.ndarray,
     return x, pooled.astype(np.float32)
 
 
+#: the linear layer whose operands ``trainfab power --operands minilm`` drives: the second
+#: FFN projection of the first encoder layer, whose input is the GELU output
+POWER_LAYER = "encoder.layer.0.output.dense"
+
+
+def power_operands(name: str, shapes: dict, say: Callable[[str], None] = _say) -> dict:
+    """Real operand groups for ``trainfab power``: the model's :data:`POWER_LAYER` on
+    :data:`SENTENCES`, activations as ``a`` (the serial operand, spec §5.1) and weight rows as
+    ``b``, rounded to bfloat16 (RNE), in the contract's ``shapes`` (``operand_shapes`` of
+    :mod:`flows.power` for ``groups = 1``): a tile gets ``cols`` evenly spaced tokens and the
+    first ``rows`` output features, over the whole reduction (one dot product of ``K / lanes``
+    groups); a PE gets token 0 against feature 0.
+
+    Raises
+    ------
+    FlowError
+        The reduction length is not a multiple of ``lanes`` or the model has too few tokens or
+        features for the tile.
+    """
+    from golden.common import float_to_bf16
+
+    model = load(name, say=say)
+    ids, mask = batch(model, SENTENCES)
+    got = {}
+
+    def on_linear(layer, x, W):
+        if layer == POWER_LAYER:
+            got["x"], got["W"] = x, W
+
+    forward(model, ids, mask, on_linear=on_linear, layers=1)
+    x, W = got["x"], got["W"]
+    lanes = shapes["a"][-1]
+    K = x.shape[1]
+    if K % lanes:
+        raise FlowError(f"model {name}: reduction length {K} is not a multiple of {lanes} lanes")
+    G = K // lanes
+    if len(shapes["a"]) == 3:
+        cols, rows = shapes["a"][0], shapes["b"][0]
+        if cols > x.shape[0] or rows > W.shape[0]:
+            raise FlowError(f"model {name}: {x.shape[0]} tokens and {W.shape[0]} features "
+                            f"cannot fill a {rows} x {cols} tile")
+        take = [i * x.shape[0] // cols for i in range(cols)]
+        a = x[take].reshape(cols, G, lanes)
+        b = W[:rows].reshape(rows, G, lanes)
+    else:
+        a, b = x[0].reshape(G, lanes), W[0].reshape(G, lanes)
+    bits = lambda v: float_to_bf16(np.ascontiguousarray(v, dtype=np.float32)).astype(np.int64)
+    return {"a": bits(a), "b": bits(b), "dot_groups": G}
+
+
 def check_against_onnxruntime(model: Bert, sentences=SENTENCES) -> dict:
     """Run ``minilm-l3``'s ONNX graph in onnxruntime and this module's forward pass on the
     same token ids; returns the largest absolute differences of the token states (over real

@@ -136,9 +136,11 @@ def add_arguments(p) -> None:
                    help="clock period in ns for synthesis and power, 0.01 to 100000 (default 10)")
     p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
     p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/power/UNIT)")
-    p.add_argument("--operands", metavar="FILE.npz",
+    p.add_argument("--operands", metavar="FILE.npz|MODEL",
                    help="operand groups: arrays a and b of bf16 bit patterns (see the module "
-                        "docstring of flows.power); default: synthetic N(0,1), ReLU on a")
+                        "docstring of flows.power), or a model name (minilm, minilm-l3) for "
+                        "real activations and weights of its first FFN output layer; "
+                        "default: synthetic N(0,1), ReLU on a")
     p.add_argument("--groups", type=int, default=DEFAULT_GROUPS,
                    help="synthetic operand groups when no --operands is given (default %(default)s)")
     p.add_argument("--sim", choices=SIMULATORS, default=None,
@@ -148,6 +150,10 @@ def add_arguments(p) -> None:
 
 # --------------------------------------------------------------------------------------------
 # operands
+
+
+#: ``--operands`` names that take real operands from a model (:func:`flows.models.power_operands`)
+MODEL_OPERANDS = ("minilm", "minilm-l3")
 
 
 def operand_shapes(cfg, groups: int) -> dict[str, tuple[int, ...]]:
@@ -338,7 +344,14 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     if not hasattr(tb, "power_run"):
         raise FlowError(f"{unit.name}: its testbench {unit.testbench} has no power_run test "
                         f"(the contract is in flows/power.py)")
-    if operands is not None:
+    if operands is not None and str(operands) in MODEL_OPERANDS:
+        from . import models
+        ops = models.power_operands(str(operands), operand_shapes(cfg, 1))
+        source = {"kind": "model", "model": str(operands), "layer": models.POWER_LAYER,
+                  "description": f"{models.POWER_LAYER} of {operands} on its "
+                                 f"{len(models.SENTENCES)} sentences: activations a (serial), "
+                                 "weights b, bf16 RNE"}
+    elif operands is not None:
         ops, source = load_operands(operands, cfg), {"kind": "file", "path": str(operands)}
     else:
         ops = synthetic_operands(cfg, groups, seed)

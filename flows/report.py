@@ -147,7 +147,8 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
 
     try:
         results = {unit.name: area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
-                                   outdir=outdir / unit.name)}
+                                   outdir=outdir / unit.name,
+                                   breakdown=bool(unit.breakdown_table))}
         for part in families.parts():
             if part.unit == unit.name:
                 factory = registry.resolve(part.component) if part.component else None
@@ -172,8 +173,13 @@ def _tables(results: dict, first_column: dict | None = None) -> str:
         rows.append(row)
     areas = {n: r["area_um2"] for n, r in results.items()}
     blocks = "".join(_blocks(name, r) for name, r in results.items() if r.get("breakdown"))
+    tables = "".join(
+        "\n" + registry.resolve(registry.get(name).breakdown_table)(r, results, header=k == 0)
+        + "\n" for k, (name, r) in enumerate(
+            (n, r) for n, r in results.items()
+            if n in registry.UNITS and registry.get(n).breakdown_table and r.get("breakdown")))
     return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
-            + _scaling_section(results) + blocks
+            + _scaling_section(results) + blocks + tables
             + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
               "papers' 65/45/28 nm figures.\n")
 

@@ -60,6 +60,10 @@ PARTS = (
 
 #: FPRaker Table III: PE 4,752 µm², 64 encoder lanes 12,950 µm², bit-parallel PE 22,212 µm²
 COMPARISONS = (
+    Comparison(label="FPRaker 8x8 tile with its encoders / bit-parallel bf16 8x8 tile",
+               numerator="fpraker.tile", denominator="baseline.bf16_tile",
+               paper_ratio=317068 / 1421579,
+               source="FPRaker Table III: 317,068 vs 1,421,579 µm² (65 nm)"),
     Comparison(label="FPRaker PE without encoders / bit-parallel bf16 PE",
                numerator="fpraker.pe/core", denominator="baseline.bf16_pe",
                paper_ratio=4752 / 22212,
@@ -109,14 +113,16 @@ def _area_json(unit: str):
         return None
 
 
-def table_iii(report: dict) -> str:
+def table_iii(report: dict, reports: dict | None = None, header: bool = True) -> str:
     """Table III of the FPRaker paper beside ours, for a tile's ``area --breakdown`` report: PE
     array (everything but the term encoders), term encoders and total, and the blocks.  The
-    other tile's figures come from its own last report in ``build/area/<unit>/`` when there is
-    one (the ratio needs both); areas in µm² and gate equivalents (÷ the liberty's NAND2)."""
+    other tile's figures come from ``reports`` (name -> area report, as ``report``/``demo``
+    hold them) or else from its own last report in ``build/area/<unit>/`` (the ratio needs
+    both); areas in µm² and gate equivalents (÷ the liberty's NAND2)."""
     unit = report["unit"]
     other = "baseline.bf16_tile" if unit == "fpraker.tile" else "fpraker.tile"
-    reports = {unit: report, other: _area_json(other)}
+    reports = {unit: report,
+               other: (reports or {}).get(other) or _area_json(other)}
     ge = report.get("ge_um2")
 
     def fmt(um2):
@@ -132,7 +138,8 @@ def table_iii(report: dict) -> str:
         return (None if enc is None else total - enc * total / hier,
                 None if enc is None else enc * total / hier, total)
 
-    lines = [f"## FPRaker Table III: tile area ({report['liberty'] if 'liberty' in report else ''})",
+    lib = str(report.get("liberty", "")).rsplit("/", 1)[-1]
+    lines = [f"## FPRaker Table III: tile area ({lib}, {report.get('clock_ns')} ns)",
              "", "| tile | PE array µm² | term encoders µm² | total µm² | normalized | "
              "paper (65 nm): PE array / encoders / total | paper normalized |",
              "|---|---|---|---|---|---|---|"]
@@ -150,13 +157,18 @@ def table_iii(report: dict) -> str:
         pe_arr, enc, total = split(r)
         if pe_arr is None:
             pe_arr = total
-        norm = (f"{total / base['area_um2']:.2f}×" if base is not None else "n/a")
+        same = base is not None and all(cfg.get(k) == base.get("config", {}).get(k)
+                                        for k in ("rows", "cols", "lanes"))
+        norm = (f"{total / base['area_um2']:.2f}×" if same else
+                "n/a (tile sizes differ)" if base is not None else "n/a")
         size = f"{cfg.get('rows')}×{cfg.get('cols')}"
         lines.append(f"| {name} {size} | {fmt(pe_arr)} | {fmt(enc)} | {fmt(total)} | {norm} | "
                      f"{paper} | {pnorm} |")
     lines += ["", "PE array = total − term encoders; the encoders' share is the hierarchical "
-              "run's, applied to the flattened total.", "",
-              f"### Blocks of {unit} (hierarchical synthesis)", "",
+              "run's, applied to the flattened total.", ""]
+    if not header:
+        lines = []
+    lines += [f"### Blocks of {unit} (hierarchical synthesis)", "",
               "| block | µm² | GE | % | flip-flops |", "|---|---|---|---|---|"]
     blocks = {b["block"]: b for b in report.get("breakdown", [])}
     hier = report.get("hierarchical_area_um2") or 1.0
