@@ -584,6 +584,7 @@ def markdown(r: dict) -> str:
     src = r["activity_source"]
     ops = src["operands"]
     what = (f"synthetic (seed {ops['seed']}): {ops['description']}" if ops["kind"] == "synthetic"
+            else f"model {ops['model']}: {ops['description']}" if ops["kind"] == "model"
             else f"file `{ops['path']}`")
     ann = r["annotation"]
     prop = r["propagated_estimate_mw"]
@@ -648,7 +649,9 @@ def cmd(args) -> int:
     ops = src["operands"]
     ann = r["annotation"]
     what = (f"synthetic operands (seed {ops['seed']}, N(0,1) bf16, ReLU on a)"
-            if ops["kind"] == "synthetic" else f"operands from {ops['path']}")
+            if ops["kind"] == "synthetic" else
+            f"operands from {ops['model']} ({ops['layer']})" if ops["kind"] == "model"
+            else f"operands from {ops['path']}")
     print(f"{unit.name}: {r['total_mw']:.4f} mW at {r['clock_ns']:g} ns (internal "
           f"{r['internal_mw']:.4f}, switching {r['switching_mw']:.4f}, leakage "
           f"{r['leakage_mw']:.6f} mW), {r['energy_per_group_pj']:.3f} pJ per group; activity "

@@ -204,6 +204,56 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
     return 0
 
 
+#: tile size of the demo's power runs (gate-level simulation of the mapped netlist)
+POWER_TILE = {"rows": 2, "cols": 2}
+
+
+def _fpraker_studies(out, results: dict) -> str:
+    """The demo's FPRaker tile studies: the power of both tiles on real MiniLM operands
+    (:data:`POWER_TILE` tiles; gate-level activity) and the speedup study on MiniLM with the
+    demo's own measured tile-area ratio.  Returns their markdown sections."""
+    from . import power, speedup
+    from .cli import build_parser
+
+    text = ["\n## FPRaker tile power (real MiniLM operands)\n"]
+    mw = {}
+    for name in ("fpraker.tile", "baseline.bf16_tile"):
+        unit = registry.get(name)
+        cfg = unit.make_config(load_config(unit), **POWER_TILE)
+        print(f"demo: power of {name} {POWER_TILE['rows']}x{POWER_TILE['cols']} on MiniLM "
+              "operands …", flush=True)
+        r = power.power(unit, cfg, outdir=out / "power" / name, operands="minilm")
+        mw[name] = r
+        text.append(f"- `{name}` {POWER_TILE['rows']}×{POWER_TILE['cols']}: "
+                    f"{r['total_mw']:.2f} mW at {r['clock_ns']:g} ns, "
+                    f"{r['energy_per_group_pj']:.1f} pJ per group "
+                    f"({out / 'power' / name / 'power.md'})")
+    f, b = mw["fpraker.tile"], mw["baseline.bf16_tile"]
+    text.append(f"- power ratio FPRaker / baseline: **{f['total_mw'] / b['total_mw']:.2f}** "
+                f"(paper, Table III PE power: 0.23); energy per group: "
+                f"{f['energy_per_group_pj'] / b['energy_per_group_pj']:.2f}")
+    ratio = None
+    if "fpraker.tile" in results and "baseline.bf16_tile" in results:
+        ratio = results["baseline.bf16_tile"]["area_um2"] / results["fpraker.tile"]["area_um2"]
+    argv = ["speedup", "--model", "minilm", "-o", str(out / "speedup")]
+    if ratio is not None:
+        argv += ["--area-ratio", f"{ratio:.6f}"]
+    args = build_parser().parse_args(argv)
+    print("demo: speedup study on MiniLM …", flush=True)
+    res = speedup.run(args)
+    paths = speedup.write(res, (out / "speedup").resolve())
+    text.append("\n## FPRaker speedup study (MiniLM, iso-area)\n")
+    for o, s_ in res["summary"].items():
+        ours = f"{s_['speedup_ours']:.2f}×" if s_.get("speedup_ours") is not None else "n/a"
+        text.append(f"- serial = {speedup._label(o, res)}: {s_['gemms']} GEMMs, {s_['macs']:,} MACs: iso-area "
+                    f"speedup {s_['speedup_paper']:.2f}× with the paper's 36:8 tiles, "
+                    f"{ours} with our area ratio; Eq. 4 ideal {s_['ideal_eq4']:.2f}×; "
+                    f"useful lane-cycles {s_['useful_fraction']:.1%}, "
+                    + ", ".join(f"{k} {v:.1%}" for k, v in s_["stall_fractions"].items()))
+    text.append(f"- paper: 1.5× average; report {paths['md']}")
+    return "\n".join(text) + "\n"
+
+
 def demo(seed: int = 1, sim: str | None = None) -> int:
     """Generate, quick-regress and measure every registered unit at its paper configuration
     (``sim=None``: each unit's own simulator).  One demo run at a time per build folder: a
@@ -241,6 +291,7 @@ def _demo(out, seed: int, sim: str | None) -> int:
                               "regression": tb.summary(), "passed": tb.passed,
                               "area": measured}
     text = "# trainfab demo: paper configurations\n\n" + _tables(results, states)
+    text += _fpraker_studies(out, results)
     write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     write_atomic(out / "summary.md", text)
     print()

@@ -386,6 +386,12 @@ def area_ratio(override: float | None) -> tuple[float | None, str]:
         configs[unit] = data.get("config")
         if not areas[unit] > 0:
             raise FlowError(f"{path}: area_um2 {areas[unit]} is not positive")
+    shape = lambda c: tuple((c or {}).get(k) for k in ("rows", "cols", "lanes"))
+    if shape(configs[AREA_UNITS[0]]) != shape(configs[AREA_UNITS[1]]):
+        return None, (f"not measured (the area reports are of different tile sizes: "
+                      f"{AREA_UNITS[0]} {shape(configs[AREA_UNITS[0]])}, {AREA_UNITS[1]} "
+                      f"{shape(configs[AREA_UNITS[1]])} (rows, cols, lanes); run `trainfab "
+                      "area` for both at one size, or give --area-ratio)")
     R = areas[AREA_UNITS[0]] / areas[AREA_UNITS[1]]
     how = (f"measured: {AREA_UNITS[0]} {areas[AREA_UNITS[0]]:,.0f} µm² / {AREA_UNITS[1]} "
            f"{areas[AREA_UNITS[1]]:,.0f} µm² = {R:.3f} (build/area/*/area.json)")

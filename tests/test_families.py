@@ -32,7 +32,8 @@ def test_declarations_reach_the_flows():
         assert c.numerator in known and c.denominator in known, c.label
     papers = report.paper_figures()
     assert papers["fpraker.pe/core"].startswith("4,752") and "gecko.compressor" in papers
-    assert [b.name for b in families.benches()][:3] == ["fpraker.pe", "fpraker.tile", "gecko"]
+    assert [b.name for b in families.benches()][:4] == ["fpraker.pe", "fpraker.tile",
+                                                       "fpraker.exp_modes", "gecko"]
     assert [a.name for a in families.tensor_analyses()] == ["gecko", "hbfp"]
 
 

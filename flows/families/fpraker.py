@@ -43,8 +43,9 @@ UNITS = (
                         {"rows": 3, "cols": 2, "share_exp": False, "b_buffers": 0},
                         {"rows": 2, "cols": 3, "b_buffers": 2, "encoding": "binary",
                          "int_bits": 6, "kmax": 1023}),
-         # make test: 600 random groups per size (about 40 s each); the full effort runs 2,500
-         test_sizes={"quick": 100, "standard": 600, "full": 2500},
+         # make test: 400 random groups per configuration (20-40 s each on Icarus); the full
+         # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
+         test_sizes={"quick": 100, "standard": 400, "full": 2500},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
          paper_test_effort="full", paper_test_sim="verilator",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),
@@ -266,12 +267,45 @@ def tile_tables(scale: int = 1, seed: int = 0) -> str:
     return bench_tile_gemm(scale=scale, seed=seed)
 
 
+def exp_mode_tables(scale: int = 1, seed: int = 0) -> str:
+    """``trainfab bench``'s comparison of the PE's two exponent modes (spec §3.3 step E, the
+    paper's once-per-group Block 1): on random dot products of K = 64 per operand kind, the
+    share of results within the spec's TV18 tolerance ``2**-7 * sum|a*b|`` of the exact sum
+    (``math.fsum`` of the exact float64 products), the largest and mean error as a fraction of
+    that tolerance, and the mean cycles per 8-MAC group (standalone PE, no tile stalls)."""
+    import math
+
+    import numpy as np
+
+    from golden.common import bf16_to_float
+    from golden.fpraker.pe import PEConfig, pe_dot_batch, random_operands
+
+    rng = np.random.default_rng(seed)
+    n = max(200, 20_000 // scale)
+    lines = ["| operands | exponent mode | within 2^-7·Σ|ab| | max error / bound | "
+             "mean error / bound | cycles per group |", "|---|---|---|---|---|---|"]
+    for kind in ("normal", "relu", "wide", "cancel"):
+        A, B = random_operands(rng, n, 64, kind)
+        prod = bf16_to_float(A).astype(np.float64) * bf16_to_float(B).astype(np.float64)
+        exact = np.array([math.fsum(r) for r in prod])
+        bound = np.abs(prod).sum(axis=1) / 128
+        for mode in ("step", "group"):
+            out, cyc = pe_dot_batch(A, B, PEConfig(exp_mode=mode))
+            err = np.abs(bf16_to_float(out).astype(np.float64) - exact)
+            rel = np.where(bound > 0, err / np.where(bound > 0, bound, 1), 0.0)
+            lines.append(f"| {kind} | {mode} | {np.mean(err <= bound):.3%} | {rel.max():.3f} | "
+                         f"{rel.mean():.4f} | {cyc.mean() / 8:.3f} |")
+    return "\n".join(lines)
+
+
 BENCHES = (
     Bench(name="fpraker.pe", summary="FPRaker and baseline PE batch models: MAC/s and cycles "
           "per 8-MAC group", run=pe_tables),
     Bench(name="fpraker.tile", summary="FPRaker tile GEMM model (numba and NumPy engines): "
           "MAC/s on a 128x384x384 layer, cycles per group", run=tile_tables),
+    Bench(name="fpraker.exp_modes", summary="FPRaker PE step vs group exponent mode: error "
+          "against exact sums (TV18 bound) and cycles per group", run=exp_mode_tables),
 )
 
 __all__ = ["UNITS", "PARTS", "COMPARISONS", "BENCHES", "TABLE_III", "TILE_BLOCKS", "table_iii",
-           "variants", "bench_fpraker_pe", "pe_tables", "tile_tables"]
+           "variants", "bench_fpraker_pe", "pe_tables", "tile_tables", "exp_mode_tables"]
