@@ -68,6 +68,10 @@ class Unit:
     #: identical PEs, where its pairwise search across PEs runs for hours and finds nothing
     #: worth sharing between independent datapaths
     synth_share: bool = True
+    #: field overrides of the configuration ``make demo`` regresses and measures instead of the
+    #: paper's (the 8x8 tiles: their paper-size synthesis takes tens of minutes; ``trainfab
+    #: area UNIT`` measures the paper configuration)
+    demo_overrides: dict = field(default_factory=dict)
 
     def hardware_config(self, cfg) -> dict:
         """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from . import FlowError, build_dir, families, registry
 from .config import load_config
+from .registry import config_label
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,6 +276,10 @@ def _demo(out, seed: int, sim: str | None) -> int:
     for k, unit in enumerate(units, 1):
         tag = f"[{k}/{len(units)}] {unit.name}"
         cfg = load_config(unit)
+        if unit.demo_overrides:
+            cfg = unit.make_config(cfg, **unit.demo_overrides)
+            print(f"{tag}: at {config_label(unit.demo_overrides)} (the paper configuration: "
+                  f"`trainfab area {unit.name} --breakdown`)", flush=True)
         man = generate(unit, cfg, out / "verilog")
         print(f"{tag}: Verilog {man['verilog']}", flush=True)
         tb = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick")
