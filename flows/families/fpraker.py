@@ -47,7 +47,7 @@ UNITS = (
          # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
          test_sizes={"quick": 100, "standard": 400, "full": 2500},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
-         paper_test_effort="full", paper_test_sim="verilator",
+         paper_test_effort="full",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),
          breakdown_table="flows.families.fpraker:table_iii", synth_share=False,
          demo_overrides={"rows": 4, "cols": 4},

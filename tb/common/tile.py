@@ -1,0 +1,143 @@
+"""A cocotb driver for PE tiles with the :class:`hdl.common.signatures.TileSignature` ports
+(``baseline.bf16_tile``, the FPRaker tile): one reduction per call.
+
+The tile's ports: ``a__<c>__{valid,ready,payload}`` (column ``c``'s groups ``{a, clear}``),
+``b__<r>__{valid,ready,payload}`` (row ``r``'s groups ``{b}``), ``out__<r>__<c>`` (PE ``(r, c)``'s
+bf16 read-out), ``busy`` and ``error``.  Every A and B stream is a
+:class:`~.streams.Source` (it holds an item until accepted and may idle at random), all
+driven by the cycle loop :func:`~.streams.run`; payloads are packed through the signature's own
+layouts.  The operand arrays are those of :func:`golden.common.tile.check_tile_operands`:
+``A`` (cols, groups, lanes) and ``B`` (rows, groups, lanes) bf16 bit patterns.
+"""
+
+import random
+from typing import NamedTuple
+
+import numpy as np
+
+from golden.common import BF16
+from hdl.common.signatures import tile_a_stream, tile_b_stream
+
+from . import uint
+from .streams import Source, run
+
+
+class TileRun(NamedTuple):
+    """What a reduction did: unpacks as ``out, busy_cycles, cycles``."""
+
+    #: PE read-outs ``out[r, c]`` sampled once the reduction finished, uint16 (rows, cols)
+    out: np.ndarray
+    #: cycles in which ``busy`` was high
+    busy_cycles: int
+    #: cycles from the first cycle the streams were driven to the first cycle in which every
+    #: group had been taken and ``busy`` was low (that cycle included)
+    cycles: int
+
+
+def _per_stream(value, n: int, what: str) -> list[float]:
+    values = [float(value)] * n if np.isscalar(value) else [float(v) for v in value]
+    if len(values) != n or not all(0.0 <= v < 1.0 for v in values):
+        raise ValueError(f"{what} must be a probability in [0, 1) or {n} of them, got {value!r}")
+    return values
+
+
+class TileDriver:
+    """Drives reductions into a tile of ``rows`` x ``cols`` PEs of ``lanes`` lanes.
+
+    After :meth:`run`, :attr:`a_sources` / :attr:`b_sources` are that run's
+    :class:`~.streams.Source` objects (``accepted_cycles``: the cycle each group was taken) and
+    :attr:`busy_trace` the value of ``busy`` in every cycle.
+    """
+
+    def __init__(self, dut, rows: int, cols: int, lanes: int, fmt=BF16):
+        self.dut = dut
+        self.rows, self.cols, self.lanes = rows, cols, lanes
+        self.a_layout = tile_a_stream(fmt, lanes).members["payload"].shape
+        self.b_layout = tile_b_stream(fmt, lanes).members["payload"].shape
+        self.a_sources: list[Source] = []
+        self.b_sources: list[Source] = []
+        self.busy_trace: list[int] = []
+
+    def read_out(self) -> np.ndarray:
+        """The current ``out__<r>__<c>`` ports, uint16 (rows, cols)."""
+        return np.array([[uint(getattr(self.dut, f"out__{r}__{c}")) for c in range(self.cols)]
+                         for r in range(self.rows)], dtype=np.uint16)
+
+    async def run(self, A, B, *, clear=None, gap_a=0.0, gap_b=0.0, rnd=None,
+                  max_cycles: int | None = None) -> TileRun:
+        """Stream one reduction and wait for it to finish (call on a falling edge, reset
+        released; returns on a falling edge with every stream idle).
+
+        Parameters
+        ----------
+        A, B : arrays (cols, groups, lanes) and (rows, groups, lanes) of bf16 bit patterns
+            Group ``g`` of column ``c``'s stream is ``A[c, g]``, of row ``r``'s ``B[r, g]``.
+        clear : None or bool array broadcastable to (cols, groups)
+            Which A groups carry ``clear``; ``None``: the first group of every column (a new
+            reduction from zero in every PE).  All false continues the accumulators.
+        gap_a, gap_b : float or a sequence of ``cols`` / ``rows`` floats
+            Probability that column ``c``'s (row ``r``'s) stream idles in a cycle instead of
+            offering its next group (bubbles; an offered group stays valid until taken).
+        rnd : random.Random, optional
+            Source of the gaps (default ``random.Random(0)``); pass a seeded one.
+        max_cycles : int, optional
+            Fail (``AssertionError``) after this many cycles; default ``200 * (groups + 10)``.
+
+        Returns
+        -------
+        TileRun
+            ``(out, busy_cycles, cycles)``: the outputs read once every group was taken and
+            ``busy`` was low, the number of busy cycles and the cycles run.
+        """
+        A = np.asarray(A)
+        B = np.asarray(B)
+        groups = A.shape[1] if A.ndim == 3 else -1
+        if A.shape != (self.cols, groups, self.lanes) or B.shape != (self.rows, groups,
+                                                                      self.lanes):
+            raise ValueError(f"A {A.shape} and B {B.shape} do not fit a {self.rows} x "
+                             f"{self.cols} tile of {self.lanes} lanes with one group count")
+        if clear is None:
+            clear = np.zeros((self.cols, groups), dtype=bool)
+            clear[:, 0] = True
+        clear = np.broadcast_to(np.asarray(clear, dtype=bool), (self.cols, groups))
+        gaps_a = _per_stream(gap_a, self.cols, "gap_a")
+        gaps_b = _per_stream(gap_b, self.rows, "gap_b")
+        rnd = rnd if rnd is not None else random.Random(0)
+
+        self.a_sources = [
+            Source(self.dut, f"a__{c}",
+                   [({"a": A[c, g].tolist(), "clear": int(clear[c, g])}, {})
+                    for g in range(groups)], rnd, gaps_a[c], self.a_layout)
+            for c in range(self.cols)]
+        self.b_sources = [
+            Source(self.dut, f"b__{r}", [({"b": B[r, g].tolist()}, {}) for g in range(groups)],
+                   rnd, gaps_b[r], self.b_layout)
+            for r in range(self.rows)]
+        sources = self.a_sources + self.b_sources
+        self.busy_trace = []
+
+        def sample_busy(cycle):
+            self.busy_trace.append(uint(self.dut.busy))
+
+        def finished():
+            # busy low in a cycle after the last group was taken (a tile may start working
+            # only in the cycle after it takes a group)
+            if not all(s.done for s in sources) or self.busy_trace[-1]:
+                return False
+            taken = [s.accepted_cycles[-1] for s in sources if s.accepted_cycles]
+            return not taken or len(self.busy_trace) - 1 > max(taken)
+
+        cycles = await run(self.dut, sources, [], finished,
+                           max_cycles if max_cycles is not None else 200 * (groups + 10),
+                           check=sample_busy)
+        return TileRun(self.read_out(), sum(self.busy_trace), cycles)
+
+
+async def drive_tile(dut, A, B, **kwargs) -> TileRun:
+    """One reduction through :class:`TileDriver` (its ``rows``, ``cols`` and ``lanes`` taken
+    from the shapes of ``B`` and ``A``); the keyword arguments are :meth:`TileDriver.run`'s."""
+    A, B = np.asarray(A), np.asarray(B)
+    return await TileDriver(dut, B.shape[0], A.shape[0], A.shape[-1]).run(A, B, **kwargs)
+
+
+__all__ = ["TileRun", "TileDriver", "drive_tile"]
