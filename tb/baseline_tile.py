@@ -13,14 +13,11 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.baseline import BaselineTileConfig, bf16_tile_run
 from golden.common import float_to_bf16
-from golden.fpraker.pe import random_operands
 
 from .common import config_from_env, effort, reset, rng, start, test_size, uint
 from .common.layouts import pack
-from .common.tile import TileDriver
+from .common.tile import TileDriver, expect, operands, random_sweep
 
-#: share of zero operands in the random reductions: dense to 90 % zeros (value sparsity)
-ZERO_SHARES = (0.0, 0.25, 0.5, 0.75, 0.9)
 #: below full effort, tiles of more PEs than this get proportionally fewer random groups
 #: (Icarus's time per cycle grows with the PE count: about 180 cycles/s for a 4 x 4 tile, 40 for
 #: the 8 x 8 paper tile)
@@ -42,37 +39,6 @@ async def setup(dut):
     cfg = config_from_env(BaselineTileConfig)
     await start(dut)
     return cfg, TileDriver(dut, cfg.rows, cfg.cols, cfg.lanes)
-
-
-def operands(nprng, cfg, groups: int, zeros: float = 0.0, suffix: bool = False,
-             kind: str = "mix"):
-    """Random ``A`` (cols, groups, lanes) and ``B`` (rows, groups, lanes): ``random_operands``
-    data, a share ``zeros`` of each operand set to (signed) zero and, with ``suffix``, every
-    mantissa's low 0-7 bits cleared (few terms: term sparsity)."""
-    K = groups * cfg.lanes
-    A = random_operands(nprng, cfg.cols, K, kind)[0].astype(np.int64)
-    B = random_operands(nprng, cfg.rows, K, kind)[1].astype(np.int64)
-    out = []
-    for X in (A, B):
-        if suffix:
-            cut = nprng.integers(0, 8, size=X.shape)
-            X = X & ~((1 << cut) - 1)
-        X = np.where(nprng.random(X.shape) < zeros, X & 0x8000, X)
-        out.append(X)
-    A, B = out
-    return A.reshape(cfg.cols, groups, cfg.lanes), B.reshape(cfg.rows, groups, cfg.lanes)
-
-
-def expect(got, want, where: str, A=None, B=None):
-    bad = np.argwhere(got != want)
-    if bad.size:
-        r, c = bad[0]
-        detail = ""
-        if A is not None:
-            detail = (f"; A[{c}] = {[[hex(int(x)) for x in g] for g in A[c]]}, "
-                      f"B[{r}] = {[[hex(int(x)) for x in g] for g in B[r]]}")
-        raise AssertionError(f"{where}: {len(bad)} PEs differ, first ({r}, {c}): got "
-                             f"{int(got[r, c]):#06x}, expected {int(want[r, c]):#06x}{detail}")
 
 
 def expect_joined(drv: TileDriver, groups: int, where: str):
@@ -151,24 +117,12 @@ async def random_reductions(dut):
     cfg, drv = await setup(dut)
     r = rng("random_reductions")
     nprng = np.random.default_rng(r.randrange(1 << 30))
-    total = random_groups(cfg)
-    done = k = 0
-    seen = set()
-    while done < total:
-        G = min(total - done, r.randint(1, 48))
-        zeros = ZERO_SHARES[k % len(ZERO_SHARES)]
-        suffix = (k // len(ZERO_SHARES)) % 2 == 1
-        gaps = (k // (2 * len(ZERO_SHARES))) % 2 == 1
-        A, B = operands(nprng, cfg, G, zeros, suffix)
-        await reduction(drv, cfg, A, B, f"reduction {k} ({G} groups, {zeros:.0%} zeros, "
-                        f"suffix={suffix}, gaps={gaps})", r, gaps)
-        seen.add((zeros, suffix, gaps))
-        done += G
-        k += 1
-    cocotb.log.info("random_reductions: %d groups in %d reductions", done, k)
-    assert done == total
-    if k >= 4 * len(ZERO_SHARES):
-        assert len(seen) == 4 * len(ZERO_SHARES), f"data kinds run: {sorted(seen)}"
+
+    async def one(k, A, B, zeros, suffix, gaps, kind):
+        await reduction(drv, cfg, A, B, f"reduction {k} ({A.shape[1]} groups, {zeros:.0%} "
+                        f"zeros, suffix={suffix}, gaps={gaps})", r, gaps)
+
+    await random_sweep(cfg, r, nprng, random_groups(cfg), 48, one, "random_reductions")
 
 
 @cocotb.test()

@@ -34,6 +34,72 @@ class TileRun(NamedTuple):
     cycles: int
 
 
+#: share of zero operands in the random reductions: dense to 90 % zeros (value sparsity)
+ZERO_SHARES = (0.0, 0.25, 0.5, 0.75, 0.9)
+
+
+def operands(nprng, cfg, groups: int, zeros: float = 0.0, suffix: bool = False,
+             kind: str = "mix"):
+    """Random ``A`` (cols, groups, lanes) and ``B`` (rows, groups, lanes): ``random_operands``
+    data of ``kind``, a share ``zeros`` of each operand set to (signed) zero and, with
+    ``suffix``, every mantissa's low 0-7 bits cleared (few terms: term sparsity)."""
+    from golden.fpraker.pe import random_operands
+
+    K = groups * cfg.lanes
+    A = random_operands(nprng, cfg.cols, K, kind)[0].astype(np.int64)
+    B = random_operands(nprng, cfg.rows, K, kind)[1].astype(np.int64)
+    out = []
+    for X in (A, B):
+        if suffix:
+            cut = nprng.integers(0, 8, size=X.shape)
+            X = X & ~((1 << cut) - 1)
+        X = np.where(nprng.random(X.shape) < zeros, X & 0x8000, X)
+        out.append(X)
+    A, B = out
+    return A.reshape(cfg.cols, groups, cfg.lanes), B.reshape(cfg.rows, groups, cfg.lanes)
+
+
+def expect(got, want, where: str, A=None, B=None):
+    """Read-outs ``got`` equal ``want`` (rows, cols), else an ``AssertionError`` naming the
+    first differing PE and its operands."""
+    bad = np.argwhere(got != want)
+    if bad.size:
+        r, c = bad[0]
+        detail = ""
+        if A is not None:
+            detail = (f"; A[{c}] = {[[hex(int(x)) for x in g] for g in A[c]]}, "
+                      f"B[{r}] = {[[hex(int(x)) for x in g] for g in B[r]]}")
+        raise AssertionError(f"{where}: {len(bad)} PEs differ, first ({r}, {c}): got "
+                             f"{int(got[r, c]):#06x}, expected {int(want[r, c]):#06x}{detail}")
+
+
+async def random_sweep(cfg, r, nprng, total: int, max_groups: int, one, name: str,
+                       kinds=("mix",)):
+    """Random reductions of 1..``max_groups`` groups until ``total`` groups ran: value sparsity
+    cycles through :data:`ZERO_SHARES`, zero mantissa suffixes (term sparsity) in every other
+    round of those, stream gaps in every other round of both (all 20 combinations every 20
+    reductions), operand kinds cycling through ``kinds``.  ``await one(k, A, B, zeros, suffix,
+    gaps, kind)`` runs and checks reduction ``k``."""
+    done = k = 0
+    seen = set()
+    n = len(ZERO_SHARES)
+    while done < total:
+        G = min(total - done, r.randint(1, max_groups))
+        zeros, suffix, gaps = ZERO_SHARES[k % n], (k // n) % 2 == 1, (k // (2 * n)) % 2 == 1
+        kind = kinds[k % len(kinds)]
+        A, B = operands(nprng, cfg, G, zeros, suffix, kind)
+        await one(k, A, B, zeros, suffix, gaps, kind)
+        seen.add((zeros, suffix, gaps))
+        done += G
+        k += 1
+    import cocotb
+
+    cocotb.log.info("%s: %d groups in %d reductions", name, done, k)
+    assert done == total
+    if k >= 4 * n:
+        assert len(seen) == 4 * n, f"data kinds run: {sorted(seen)}"
+
+
 def _per_stream(value, n: int, what: str) -> list[float]:
     values = [float(value)] * n if np.isscalar(value) else [float(v) for v in value]
     if len(values) != n or not all(0.0 <= v < 1.0 for v in values):
@@ -140,4 +206,5 @@ async def drive_tile(dut, A, B, **kwargs) -> TileRun:
     return await TileDriver(dut, B.shape[0], A.shape[0], A.shape[-1]).run(A, B, **kwargs)
 
 
-__all__ = ["TileRun", "TileDriver", "drive_tile"]
+__all__ = ["TileRun", "TileDriver", "drive_tile", "ZERO_SHARES", "operands", "expect",
+           "random_sweep"]

@@ -17,9 +17,8 @@ from flows.power_tb import PowerWindow, operands as power_operands, power_test
 from golden.common import float_to_bf16
 from golden.fpraker.tile import TileConfig, tile_run
 
-from ..baseline_tile import ZERO_SHARES, expect, operands
 from ..common import config_from_env, rng, start, test_size, uint
-from ..common.tile import TileDriver
+from ..common.tile import TileDriver, expect, operands, random_sweep
 
 
 async def setup(dut):
@@ -133,26 +132,14 @@ async def random_reductions(dut):
     cfg, drv = await setup(dut)
     r = rng("random_reductions")
     nprng = np.random.default_rng(r.randrange(1 << 30))
-    total = test_size()
-    done = k = 0
-    seen = set()
-    kinds = ("mix", "normal", "relu", "wide", "cancel", "narrow")
-    while done < total:
-        G = min(total - done, r.randint(1, 24))
-        zeros = ZERO_SHARES[k % len(ZERO_SHARES)]
-        suffix = (k // len(ZERO_SHARES)) % 2 == 1
-        gaps = (k // (2 * len(ZERO_SHARES))) % 2 == 1
-        kind = kinds[k % len(kinds)]
-        A, B = operands(nprng, cfg, G, zeros, suffix, kind)
-        await reduction(drv, cfg, A, B, f"reduction {k} ({G} groups of {kind}, {zeros:.0%} "
-                        f"zeros, suffix={suffix}, gaps={gaps})", r, gaps, trace=k % 3 == 0)
-        seen.add((zeros, suffix, gaps))
-        done += G
-        k += 1
-    cocotb.log.info("random_reductions: %d groups in %d reductions", done, k)
-    assert done == total
-    if k >= 4 * len(ZERO_SHARES):
-        assert len(seen) == 4 * len(ZERO_SHARES), f"data kinds run: {sorted(seen)}"
+
+    async def one(k, A, B, zeros, suffix, gaps, kind):
+        await reduction(drv, cfg, A, B, f"reduction {k} ({A.shape[1]} groups of {kind}, "
+                        f"{zeros:.0%} zeros, suffix={suffix}, gaps={gaps})", r, gaps,
+                        trace=k % 3 == 0)
+
+    await random_sweep(cfg, r, nprng, test_size(), 24, one, "random_reductions",
+                       kinds=("mix", "normal", "relu", "wide", "cancel", "narrow"))
 
 
 @cocotb.test()
