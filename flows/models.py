@@ -570,6 +570,24 @@ def forward(model: Bert, ids: np.ndarray, mask: np.ndarray,
 POWER_LAYER = "encoder.layer.0.output.dense"
 
 
+def layer_operands(name: str, layer: str = POWER_LAYER,
+                   say: Callable[[str], None] = _say) -> tuple[np.ndarray, np.ndarray]:
+    """``(activations (tokens, in), weight (out, in))``, float32, of one linear layer of the
+    first encoder layer of model ``name`` on :data:`SENTENCES` (fetching the model if needed)."""
+    model = load(name, say=say)
+    ids, mask = batch(model, SENTENCES)
+    got = {}
+
+    def on_linear(lname, x, W):
+        if lname == layer:
+            got["x"], got["W"] = x, W
+
+    forward(model, ids, mask, on_linear=on_linear, layers=1)
+    if not got:
+        raise FlowError(f"model {name}: no linear layer {layer!r} in its first encoder layer")
+    return got["x"], got["W"]
+
+
 def power_operands(name: str, shapes: dict, say: Callable[[str], None] = _say) -> dict:
     """Real operand groups for ``trainfab power``: the model's :data:`POWER_LAYER` on
     :data:`SENTENCES`, activations as ``a`` (the serial operand, spec §5.1) and weight rows as
@@ -586,16 +604,7 @@ def power_operands(name: str, shapes: dict, say: Callable[[str], None] = _say) -
     """
     from golden.common import float_to_bf16
 
-    model = load(name, say=say)
-    ids, mask = batch(model, SENTENCES)
-    got = {}
-
-    def on_linear(layer, x, W):
-        if layer == POWER_LAYER:
-            got["x"], got["W"] = x, W
-
-    forward(model, ids, mask, on_linear=on_linear, layers=1)
-    x, W = got["x"], got["W"]
+    x, W = layer_operands(name, say=say)
     lanes = shapes["a"][-1]
     K = x.shape[1]
     if K % lanes:

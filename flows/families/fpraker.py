@@ -285,8 +285,12 @@ def exp_mode_tables(scale: int = 1, seed: int = 0) -> str:
     n = max(200, 20_000 // scale)
     lines = ["| operands | exponent mode | within 2^-7·Σ|ab| | max error / bound | "
              "mean error / bound | cycles per group |", "|---|---|---|---|---|---|"]
-    for kind in ("normal", "relu", "wide", "cancel"):
-        A, B = random_operands(rng, n, 64, kind)
+    data = [(kind, *random_operands(rng, n, 64, kind))
+            for kind in ("normal", "relu", "wide", "cancel")]
+    real = _minilm_pairs(max(1, 16 // scale))
+    if real is not None:
+        data.append(real)
+    for kind, A, B in data:
         prod = bf16_to_float(A).astype(np.float64) * bf16_to_float(B).astype(np.float64)
         exact = np.array([math.fsum(r) for r in prod])
         bound = np.abs(prod).sum(axis=1) / 128
@@ -295,8 +299,30 @@ def exp_mode_tables(scale: int = 1, seed: int = 0) -> str:
             err = np.abs(bf16_to_float(out).astype(np.float64) - exact)
             rel = np.where(bound > 0, err / np.where(bound > 0, bound, 1), 0.0)
             lines.append(f"| {kind} | {mode} | {np.mean(err <= bound):.3%} | {rel.max():.3f} | "
-                         f"{rel.mean():.4f} | {cyc.mean() / 8:.3f} |")
+                         f"{rel.mean():.4f} | {cyc.mean() / (A.shape[1] / 8):.3f} |")
+    if real is None:
+        lines.append("\n(MiniLM rows appear once `trainfab speedup --model minilm` or "
+                     "`make demo` has fetched the model into build/models.)")
     return "\n".join(lines)
+
+
+def _minilm_pairs(rows: int):
+    """``("MiniLM …", A, B)``: every token of the study's sentences against the first ``rows``
+    output features of MiniLM's first FFN output layer (K = 1536), bf16 — when the model is
+    already in ``build/models`` (the bench does not fetch); else None."""
+    import numpy as np
+
+    from golden.common import float_to_bf16
+
+    from .. import models
+
+    if not (models.models_dir() / "minilm").is_dir():
+        return None
+    x, W = models.layer_operands("minilm", say=lambda msg: None)
+    bits = lambda v: float_to_bf16(np.ascontiguousarray(v, dtype=np.float32))
+    A = np.repeat(bits(x), rows, axis=0)
+    B = np.tile(bits(W[:rows]), (x.shape[0], 1))
+    return (f"MiniLM {models.POWER_LAYER} (K = {x.shape[1]})", A, B)
 
 
 BENCHES = (
