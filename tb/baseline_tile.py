@@ -11,12 +11,13 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from flows.power_tb import power_test
 from golden.baseline import BaselineTileConfig, bf16_tile_run
 from golden.common import float_to_bf16
 
 from .common import config_from_env, effort, reset, rng, start, test_size, uint
 from .common.layouts import pack
-from .common.tile import TileDriver, expect, operands, random_sweep
+from .common.tile import TileDriver, expect, operands, power_stream, random_sweep
 
 #: below full effort, tiles of more PEs than this get proportionally fewer random groups
 #: (Icarus's time per cycle grows with the PE count: about 180 cycles/s for a 4 x 4 tile, 40 for
@@ -243,3 +244,10 @@ async def error_flag(dut):
             assert uint(dut.error) == 1, f"trial {trial}: error must be sticky"
     await reset(dut)
     assert uint(dut.error) == 0
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: :func:`tb.common.tile.power_stream` against the golden tile."""
+    cfg, drv = await setup(dut)
+    await power_stream(drv, cfg, bf16_tile_run)

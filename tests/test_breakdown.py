@@ -153,3 +153,21 @@ def test_breakdown_blocks_of_a_given_hierarchy():
         {"block": "(top)", "area_um2": 8.0, "cells": 5, "flip_flops": 3},
     ]
     assert sum(b["area_um2"] for b in breakdown_blocks(modules, "t")) == 1 + 10 + 6 + 4 + 7
+
+
+def test_pattern_blocks_are_summed_per_label():
+    """Breakdown patterns (the tiles' ``pe*.lanes``) expand to every instance, and the entries
+    are summed under labels with the instance indices replaced by ``*``."""
+    from flows.synth import block_label, group_blocks
+
+    assert [block_label(b) for b in ("pe3_1.lanes", "col12 (rest)", "xb0_3", "(top)",
+                                     "core.lanes")] == [
+        "pe*.lanes", "col* (rest)", "xb*", "(top)", "core.lanes"]
+    blocks = [{"block": "pe0_0.lanes", "area_um2": 1.5, "cells": 2, "flip_flops": 0},
+              {"block": "pe0_1.lanes", "area_um2": 2.5, "cells": 3, "flip_flops": 0},
+              {"block": "pe0_0 (rest)", "area_um2": 4.0, "cells": 5, "flip_flops": 7},
+              {"block": "(top)", "area_um2": 1.0, "cells": 1, "flip_flops": 1}]
+    assert group_blocks(blocks) == [
+        {"block": "pe*.lanes", "area_um2": 4.0, "cells": 5, "flip_flops": 0, "instances": 2},
+        {"block": "pe* (rest)", "area_um2": 4.0, "cells": 5, "flip_flops": 7, "instances": 1},
+        {"block": "(top)", "area_um2": 1.0, "cells": 1, "flip_flops": 1, "instances": 1}]

@@ -100,6 +100,28 @@ async def random_sweep(cfg, r, nprng, total: int, max_groups: int, one, name: st
         assert len(seen) == 4 * n, f"data kinds run: {sorted(seen)}"
 
 
+async def power_stream(drv, cfg, golden_run):
+    """The body of a tile testbench's ``power_run`` (the ``trainfab power`` contract,
+    :mod:`flows.power`): the operand groups ``a`` (cols, groups, lanes) and ``b`` (rows, groups,
+    lanes) streamed back to back as reductions of ``dot_groups`` groups (``clear`` on each one's
+    first group), no back-pressure; the last reduction's read-outs are checked against
+    ``golden_run(A, B, cfg).out``.  The measured window covers exactly the stream."""
+    from flows.power_tb import PowerWindow, operands as power_operands
+
+    ops = power_operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    G = A.shape[1]
+    assert A.shape == (cfg.cols, G, cfg.lanes) and B.shape == (cfg.rows, G, cfg.lanes) \
+        and G % dot == 0, f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}"
+    clear = np.zeros((cfg.cols, G), dtype=bool)
+    clear[:, ::dot] = True
+    window = PowerWindow(drv.dut)
+    got = await drv.run(A, B, clear=clear, max_cycles=60 * G * cfg.lanes + 100)
+    want = golden_run(A[:, G - dot:], B[:, G - dot:], cfg)
+    expect(got.out, want.out, "power run, last reduction")
+    window.close(groups=G, busy_cycles=got.busy_cycles, reductions=G // dot)
+
+
 def _per_stream(value, n: int, what: str) -> list[float]:
     values = [float(value)] * n if np.isscalar(value) else [float(v) for v in value]
     if len(values) != n or not all(0.0 <= v < 1.0 for v in values):
@@ -207,4 +229,4 @@ async def drive_tile(dut, A, B, **kwargs) -> TileRun:
 
 
 __all__ = ["TileRun", "TileDriver", "drive_tile", "ZERO_SHARES", "operands", "expect",
-           "random_sweep"]
+           "random_sweep", "power_stream"]

@@ -13,12 +13,12 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from flows.power_tb import PowerWindow, operands as power_operands, power_test
+from flows.power_tb import power_test
 from golden.common import float_to_bf16
 from golden.fpraker.tile import TileConfig, tile_run
 
 from ..common import config_from_env, rng, start, test_size, uint
-from ..common.tile import TileDriver, expect, operands, random_sweep
+from ..common.tile import TileDriver, expect, operands, power_stream, random_sweep
 
 
 async def setup(dut):
@@ -178,20 +178,6 @@ async def error_flag(dut):
 
 @power_test
 async def power_run(dut):
-    """``trainfab power``: the operand groups ``a`` (cols, groups, lanes) and ``b`` (rows,
-    groups, lanes) streamed back to back as reductions of ``dot_groups`` groups (``clear`` on
-    each one's first group), no back-pressure; the last reduction's read-outs are checked
-    against the golden tile.  The measured window covers exactly the stream."""
+    """``trainfab power``: :func:`tb.common.tile.power_stream` against the golden tile."""
     cfg, drv = await setup(dut)
-    ops = power_operands()
-    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
-    G = A.shape[1]
-    assert A.shape == (cfg.cols, G, cfg.lanes) and B.shape == (cfg.rows, G, cfg.lanes) \
-        and G % dot == 0, f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}"
-    clear = np.zeros((cfg.cols, G), dtype=bool)
-    clear[:, ::dot] = True
-    window = PowerWindow(dut)
-    got = await drv.run(A, B, clear=clear, max_cycles=60 * G * cfg.lanes + 100)
-    want = tile_run(A[:, G - dot:], B[:, G - dot:], cfg)
-    expect(got.out, want.out, "power run, last reduction")
-    window.close(groups=G, busy_cycles=got.busy_cycles, reductions=G // dot)
+    await power_stream(drv, cfg, tile_run)
