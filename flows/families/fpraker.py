@@ -62,7 +62,7 @@ PARTS = (
 
 #: FPRaker Table III: PE 4,752 µm², 64 encoder lanes 12,950 µm², bit-parallel PE 22,212 µm²
 COMPARISONS = (
-    Comparison(label="FPRaker 8x8 tile with its encoders / bit-parallel bf16 8x8 tile",
+    Comparison(label="FPRaker tile with its encoders / bit-parallel bf16 tile of the same size",
                numerator="fpraker.tile", denominator="baseline.bf16_tile",
                paper_ratio=317068 / 1421579,
                source="FPRaker Table III: 317,068 vs 1,421,579 µm² (65 nm)"),
