@@ -146,33 +146,19 @@ def add_arguments(p) -> None:
 
 
 def _tile_model():
-    """``(TileConfig, tile_gemm)`` of the golden tile model."""
-    try:
-        from golden.fpraker.tile import TileConfig, tile_gemm
-    except ImportError as e:
-        raise FlowError(f"the golden FPRaker tile model is not available ({e})") from None
+    """``(TileConfig, tile_gemm)`` of the golden tile model (tests substitute a stand-in)."""
+    from golden.fpraker.tile import TileConfig, tile_gemm
+
     return TileConfig, tile_gemm
 
 
 def tile_config(sets=()):
-    """The tile configuration: defaults plus ``--set`` overrides (one-line errors)."""
-    from golden import ConfigError
+    """The tile configuration: ``fpraker.tile``'s paper preset plus ``--set`` overrides, read as
+    ``trainfab area``/``regress`` read them (one-line errors)."""
+    from . import registry
+    from .config import load_config
 
-    from .config import parse_set
-
-    cls, _ = _tile_model()
-    names = [f.name for f in dataclasses.fields(cls)]
-    values = {}
-    for item in sets:
-        key, value = parse_set(item)
-        if key not in names:
-            raise FlowError(f"--set {key}: not a field of {cls.__name__}; fields: "
-                            f"{', '.join(names)}")
-        values[key] = value
-    try:
-        return cls(**values)
-    except (ConfigError, TypeError, ValueError) as e:
-        raise FlowError(str(e).splitlines()[0]) from None
+    return load_config(registry.get("fpraker.tile"), None, sets)
 
 
 def _encoding(cfg) -> str:

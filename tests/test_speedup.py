@@ -103,7 +103,8 @@ def test_bad_files_and_options(tmp_path, capsys, build):
     assert "--max-rows 0" in _error_line([good, "--max-rows", "0"], capsys)
     assert "--layers applies to --model" in _error_line([good, "--layers", "2"], capsys)
     assert "--area-ratio" in _error_line([good, "--area-ratio", "-1"], capsys)
-    assert "not a field of TileConfig" in _error_line([good, "--set", "bogus=1"], capsys)
+    assert "--set bogus: unknown field for fpraker.tile" in _error_line([good, "--set", "bogus=1"],
+                                                                     capsys)
     assert "TileConfig.rows" in _error_line([good, "--set", "rows=0"], capsys)
     assert "invalid choice" in _error_line([good, "--orientation", "sideways"], capsys)
 
