@@ -29,7 +29,7 @@ def _config_args(p, multi: bool = False):
 
 def _clock_ns(text: str) -> float:
     """``--clock-ns``: a finite period in the range the flow accepts (one-line error otherwise)."""
-    from .synth import check_clock
+    from .eda.synth import check_clock
 
     return check_clock(text)
 
@@ -52,7 +52,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from .generate import generate
+    from .eda.generate import generate
 
     unit = registry.get(args.unit)
     cfg = load_config(unit, args.config, args.sets)
@@ -74,7 +74,7 @@ def _fixed_fields(unit, args) -> set[str]:
 
 
 def cmd_regress(args) -> int:
-    from .simulate import failure_details, run_testbench
+    from .eda.simulate import failure_details, run_testbench
 
     units = _units(args.units)
     if (args.config or args.sets) and len(units) != 1:
@@ -103,7 +103,7 @@ def cmd_regress(args) -> int:
 
 
 def cmd_area(args) -> int:
-    from .synth import area, breakdown_markdown
+    from .eda.synth import area, breakdown_markdown
 
     unit = registry.get(args.unit)
     refuse_runtime_sets(unit, args.sets, "the area")
@@ -169,7 +169,7 @@ def cmd_bench(args) -> int:
 
 def cmd_study(args) -> int:
     from .config import parse_set
-    from .study import LOADS, format_ratio, main_dispatch, parse_loads
+    from .studies.dispatch import LOADS, format_ratio, main_dispatch, parse_loads
 
     unit = registry.get("equinox.dispatcher")
     if any(parse_set(item)[0] == "policy" for item in args.sets):
@@ -198,7 +198,7 @@ def cmd_demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .simulate import SIMULATORS
+    from .eda.simulate import SIMULATORS
 
     p = _Parser(prog="trainfab", description="Generate, verify and measure low-precision "
                 "DNN-training arithmetic units (FPRaker, FAST, Equinox/HBFP, Gecko).")
@@ -245,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_arguments(s)
     s.set_defaults(func=sweep.cmd_sweep)
 
-    from . import power, speedup
+    from .eda import power
+    from .studies import speedup
 
     for name, mod in (("power", power), ("speedup", speedup)):
         s = sub.add_parser(name, help=mod.HELP)

@@ -137,14 +137,14 @@ def _ratio_section(areas: dict) -> str:
 
 
 def _blocks(name: str, r: dict) -> str:
-    from .synth import breakdown_markdown
+    from .eda.synth import breakdown_markdown
 
     return "\n" + breakdown_markdown(r).replace("## Area by block", f"## {name}: area by block", 1)
 
 
 def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
     """Area reports of a unit and of its parts, keyed by report name."""
-    from .synth import area
+    from .eda.synth import area
 
     try:
         results = {unit.name: area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
@@ -213,7 +213,8 @@ def _fpraker_studies(out, results: dict) -> str:
     """The demo's FPRaker tile studies: the power of both tiles on real MiniLM operands
     (:data:`POWER_TILE` tiles; gate-level activity) and the speedup study on MiniLM with the
     demo's own measured tile-area ratio.  Returns their markdown sections."""
-    from . import power, speedup
+    from .eda import power
+    from .studies import speedup
     from .cli import build_parser
 
     text = ["\n## FPRaker tile power (real MiniLM operands)\n"]
@@ -266,9 +267,9 @@ def demo(seed: int = 1, sim: str | None = None) -> int:
 
 
 def _demo(out, seed: int, sim: str | None) -> int:
-    from .generate import generate
+    from .eda.generate import generate
     from .runs import ensure_dir, write_atomic
-    from .simulate import failure_details, run_testbench
+    from .eda.simulate import failure_details, run_testbench
 
     ensure_dir(out)
     units = list(registry.UNITS.values())

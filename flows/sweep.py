@@ -30,7 +30,7 @@ Grid
   ``man_width``, ``sign_en``, ``fixed_width``: side-band inputs whose configuration value is only
   the testbench's default) would give the same area and timing at every value.  Fields the unit
   declares as run-time inputs (:attr:`flows.registry.Unit.runtime_fields`) are refused at once;
-  for every other swept configuration field the Verilog (:func:`flows.generate.to_verilog`) is
+  for every other swept configuration field the Verilog (:func:`flows.eda.generate.to_verilog`) is
   generated at the first grid point with that field set to each of its values, and again around
   each one-field change of that point; if every value gives the same Verilog everywhere, the
   sweep stops with ``field man_width does not change the hardware of gecko.compressor: …``.
@@ -42,11 +42,11 @@ Grid
 Measures (``--measure``, comma-separated, default ``area,timing``)
 ----------------------------------------------------------------
 * ``area``: ``area_um2``, ``area_ge``, ``cells``, ``flip_flops``, ``transistors_estimate``;
-  ``timing``: ``critical_path_ns``, ``fmax_mhz``.  Both come from one :func:`flows.synth.area`
+  ``timing``: ``critical_path_ns``, ``fmax_mhz``.  Both come from one :func:`flows.eda.synth.area`
   call per point (yosys + OpenSTA onto ``--liberty`` at the point's ``clock_ns``), run in the
   point's own folder ``<out>/points/<hash>/`` (netlists, logs, ``area.json``, ``area.md``).
 * ``regress``: ``passed``, ``tests``, ``failed`` of the unit's cocotb testbench
-  (:func:`flows.simulate.run_testbench`) at ``--seed`` and ``--effort`` (default ``quick``), with
+  (:func:`flows.eda.simulate.run_testbench`) at ``--seed`` and ``--effort`` (default ``quick``), with
   its simulator build and run folders inside the point's folder (``<out>/points/<hash>/sim/``).
 * A point's hash is the sha256 of its canonical JSON: unit, full configuration
   (``golden.config_dict``), ``clock_ns``, the resolved liberty path, the measures, and the seed and
@@ -144,7 +144,7 @@ MEASURES = {
     "timing": ("critical_path_ns", "fmax_mhz"),
     "regress": ("passed", "tests", "failed"),
 }
-#: measures that need synthesis (one flows.synth.area() call per point gives both)
+#: measures that need synthesis (one flows.eda.synth.area() call per point gives both)
 SYNTH_MEASURES = ("area", "timing")
 DEFAULT_MEASURES = "area,timing"
 #: axis labels of the plotted columns
@@ -215,7 +215,7 @@ def _canonical(obj) -> str:
 
 
 def _sha(obj) -> str:
-    from .generate import sha256
+    from .eda.generate import sha256
 
     return sha256(_canonical(obj))
 
@@ -280,7 +280,7 @@ def parse_grid(items) -> dict[str, list]:
 
 
 def _clock(text: str, value) -> float:
-    from .synth import CLOCK_RANGE_NS, check_clock
+    from .eda.synth import CLOCK_RANGE_NS, check_clock
 
     try:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -357,7 +357,7 @@ def plan_sweep(args) -> Plan:
     """Check everything about a sweep and list its points; :class:`FlowError` on any problem."""
     from . import registry
     from .config import load_config, parse_set, refuse_runtime_sets
-    from .tools import liberty as find_liberty
+    from .eda.tools import liberty as find_liberty
 
     unit = registry.get(args.unit)
     measures = parse_measures(args.measure)
@@ -413,7 +413,7 @@ def plan_sweep(args) -> Plan:
 def check_hardware_fields(unit, grid: dict, points: list) -> None:
     """Refuse swept configuration fields whose every value gives the same Verilog (see the
     module docstring: compared at the first point and around each one-field change of it)."""
-    from .generate import sha256, to_verilog
+    from .eda.generate import sha256, to_verilog
 
     fields = [f for f in grid if f != CLOCK and len(grid[f]) > 1]
     declared = [f for f in fields if f in unit.runtime_fields]
@@ -484,7 +484,7 @@ def compute_point(task: dict) -> dict:
         outdir = Path(task["outdir"])
         outdir.mkdir(parents=True, exist_ok=True)
         if any(m in SYNTH_MEASURES for m in task["measures"]):
-            from .synth import area
+            from .eda.synth import area
 
             r = area(unit, cfg, liberty=task["liberty"], clock_ns=task["clock_ns"], outdir=outdir)
             for m in SYNTH_MEASURES:
@@ -493,7 +493,7 @@ def compute_point(task: dict) -> dict:
             rec["verilog_sha256"] = r["verilog_sha256"]
             rec["tools"] = r["tools"]
         if "regress" in task["measures"]:
-            from .simulate import run_testbench
+            from .eda.simulate import run_testbench
 
             res = run_testbench(unit, cfg, seed=task["seed"], effort=task["effort"],
                                 build_root=outdir)
@@ -655,7 +655,7 @@ def cmd_sweep(args) -> int:
     """``trainfab sweep``: plan, run the points not done yet, write the table, plots and
     summary.  Exit 0, or 1 when a point failed or a regression failed."""
     from .runs import ensure_dir
-    from .tools import require
+    from .eda.tools import require
 
     if args.jobs is not None and args.scheduler:
         raise FlowError("-j/--jobs sets local processes; with --scheduler the cluster's workers "

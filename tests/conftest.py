@@ -13,7 +13,7 @@ os.environ["TRAINFAB_BUILD"] = (os.environ.get("TRAINFAB_TEST_BUILD")
 import pytest  # noqa: E402
 
 from flows.registry import EFFORTS  # noqa: E402
-from flows.simulate import SIMULATORS  # noqa: E402
+from flows.eda.simulate import SIMULATORS  # noqa: E402
 
 
 def pytest_addoption(parser):

@@ -6,7 +6,7 @@ import dataclasses
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from flows.simulate import failed_tests, run_testbench
+from flows.eda.simulate import failed_tests, run_testbench
 
 
 def run_failed(unit, cfg, factory, tb_options, effort: str = "quick") -> list:

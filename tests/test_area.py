@@ -14,9 +14,9 @@ import pytest
 
 from flows import registry
 from flows.config import load_config
-from flows.generate import sha256, to_verilog
-from flows.synth import area, liberty_cell_areas, nand2_area
-from flows.tools import OSU018
+from flows.eda.generate import sha256, to_verilog
+from flows.eda.synth import area, liberty_cell_areas, nand2_area
+from flows.eda.tools import OSU018
 from golden import config_dict
 
 

@@ -5,8 +5,8 @@ baseline PE's blocks, and breakdown patterns that match them at every size."""
 import pytest
 
 from flows import registry
-from flows.generate import ports, to_verilog
-from flows.synth import block_label, check_breakdown_paths, module_names
+from flows.eda.generate import ports, to_verilog
+from flows.eda.synth import block_label, check_breakdown_paths, module_names
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (2, 3)])

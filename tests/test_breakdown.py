@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from flows import FlowError, registry
 from flows.cli import main
 from flows.registry import Unit
-from flows.synth import area, breakdown_blocks
+from flows.eda.synth import area, breakdown_blocks
 
 
 class Leaf(wiring.Component):
@@ -158,7 +158,7 @@ def test_breakdown_blocks_of_a_given_hierarchy():
 def test_pattern_blocks_are_summed_per_label():
     """Breakdown patterns (the tiles' ``pe*.lanes``) expand to every instance, and the entries
     are summed under labels with the instance indices replaced by ``*``."""
-    from flows.synth import block_label, group_blocks
+    from flows.eda.synth import block_label, group_blocks
 
     assert [block_label(b) for b in ("pe3_1.lanes", "col12 (rest)", "xb0_3", "(top)",
                                      "core.lanes")] == [

@@ -148,7 +148,7 @@ def test_area_report(tmp_path, capsys):
 
 
 def test_area_with_explicit_liberty_path(tmp_path, capsys):
-    from flows.tools import OSU018
+    from flows.eda.tools import OSU018
     code, out, _ = run(["area", "fpraker.encoder", "--liberty", str(OSU018), "-s", "lanes=1",
                         "-o", str(tmp_path)], capsys)
     assert code == 0, out

@@ -8,7 +8,7 @@ import pytest
 
 from flows.cli import main
 from flows.report import Scaling
-from golden.hbfp import bfp_dequantize, bfp_quantize
+from golden.equinox.hbfp import bfp_dequantize, bfp_quantize
 
 
 def run(args, capsys):

@@ -8,7 +8,8 @@ import types
 
 import pytest
 
-from flows import FlowError, families, registry, report, simulate
+from flows import FlowError, families, registry, report
+from flows.eda import simulate
 from flows.cli import main
 from flows.registry import EFFORTS, Unit
 
@@ -136,7 +137,7 @@ def test_runner_passes_sizes_simulator_and_manifest(monkeypatch, tmp_path):
     assert man_path.endswith("fpraker_encoder.json")
     from pathlib import Path
 
-    from flows.generate import manifest, port_fields
+    from flows.eda.generate import manifest, port_fields
     source = Path(man_path).with_suffix(".v")
     man = json.loads(Path(man_path).read_text())
     assert man == manifest(unit, cfg, source.read_text(), port_fields(unit, cfg))
@@ -154,7 +155,7 @@ def test_a_new_family_is_one_file(tmp_path, monkeypatch, capsys):
     (pkg / "_private.py").write_text("raise RuntimeError('not a family')\n")
     (pkg / "toy.py").write_text(textwrap.dedent('''
         from flows.registry import Unit
-        from flows.tensors import TensorAnalysis
+        from flows.studies.tensors import TensorAnalysis
 
         UNITS = (Unit(name="toy.adder", summary="a toy unit", config="golden.fpraker:EncoderConfig",
                       component="hdl.fpraker:TermEncoder", testbench="tb.fpraker.encoder",

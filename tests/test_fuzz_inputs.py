@@ -7,7 +7,7 @@ for ``.safetensors``, the ones in the tensor's region of the file); for configur
 fields of the TOML table.  Never another exception type, never a hang (reading runs under a time
 limit, chunk by chunk, and may not read more values than the file holds).
 
-Inputs are valid files (``np.save``, ``np.savez``, :func:`flows.tensors.write_safetensors`) with
+Inputs are valid files (``np.save``, ``np.savez``, :func:`flows.studies.tensors.write_safetensors`) with
 bytes flipped, inserted, deleted or cut off, and headers rewritten with random dimensions,
 offsets, dtypes, versions, lengths and nesting.
 
@@ -40,7 +40,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from flows import FlowError, registry
 from flows.cli import main
 from flows.config import load_config, parse_set
-from flows.tensors import read_tensors, write_safetensors
+from flows.studies.tensors import read_tensors, write_safetensors
 
 # Hypothesis's own caches go to the temporary folder, not a .hypothesis folder in the repository
 # (the example database is off altogether: database=None below)

@@ -1,7 +1,7 @@
 """The golden Equinox systolic array (golden.equinox.array): GEMMs bit-exact with
-golden.hbfp.hbfp_matmul, the spec's TV8/TV9/TV10/TV13 through the array, the §2.6 timing
+golden.equinox.hbfp.hbfp_matmul, the spec's TV8/TV9/TV10/TV13 through the array, the §2.6 timing
 contract (partial sums, acc, bf16, FIFO occupancy), just-in-time weight reload, en stalls, and
-its configuration and input checks.  Expected values come from the spec, from golden.hbfp or
+its configuration and input checks.  Expected values come from the spec, from golden.equinox.hbfp or
 from integer arithmetic written out here — never from the model under test."""
 
 import copy
@@ -19,7 +19,7 @@ from golden.equinox import (
     array_matmul,
     dot_operands,
 )
-from golden.hbfp import (
+from golden.equinox.hbfp import (
     HBFPInputError,
     acc_to_bf16,
     hbfp_matmul,

@@ -1,4 +1,4 @@
-"""The golden Equinox dispatcher (golden.equinox.dispatch): TV16 row by row, TV19's back-pressure,
+"""The golden Equinox dispatcher (golden.equinox.dispatcher): TV16 row by row, TV19's back-pressure,
 configuration and input errors, and the scheduling rules of spec §3.2–§3.3 / A15–A21 as
 properties of random traffic under every policy."""
 
@@ -16,7 +16,7 @@ from golden.equinox import (
     poisson_arrivals,
     training_always,
 )
-from golden.equinox.dispatch import INF, TRN
+from golden.equinox.dispatcher import INF, TRN
 
 TV16_CFG = DispatchConfig(b_inf=2, thresh=2, t_batch=6, inf_len=4, trn_len=12)
 

@@ -7,7 +7,7 @@ import pytest
 from golden import ConfigError
 from golden.common.lfsr import LaneRNG, lane_seeds, lfsr16_step
 from golden.equinox import QuantizerConfig, quantize_stream
-from golden.hbfp import bfp_quantize, f32_to_bf16
+from golden.equinox.hbfp import bfp_quantize, f32_to_bf16
 
 
 def test_lfsr_draws_are_the_stepped_states():

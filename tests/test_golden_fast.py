@@ -1,4 +1,4 @@
-"""FAST golden model (``golden.fast``) and the shared FP32 adder (``golden.common.fp32``): the
+"""FAST golden model (``golden.fast.numerics``) and the shared FP32 adder (``golden.common.fp_add``): the
 spec's §11 vectors, exact-rational bounds, a scalar re-statement of §2.3 in Python ints, the
 LFSR against its scalar step, and the vectorized GEMM against the scalar fMAC."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from golden import ConfigError
-from golden.common.fp32 import QNAN, fp32_add, fp32_add_bits
-from golden.fast import (
+from golden.common.fp_add import QNAN, fp32_add, fp32_add_bits
+from golden.fast.numerics import (
     LANE_SEEDS, LaneRNG, Quantized, bfp_gemm, bfp_quantize, bfp_quantize_groups, choose_m,
     chunks, dequant, epsilon, fmac_group, fmac_round, fp_gen, gemm_quantized, lfsr16_step,
     quantize_rows, rel_improvement, rounds, to_m2,

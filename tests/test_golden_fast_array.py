@@ -1,11 +1,11 @@
-"""The golden fMAC array (golden.fast_array): T20 against bfp_gemm, the timing contract of its
+"""The golden fMAC array (golden.fast.array): T20 against bfp_gemm, the timing contract of its
 docstring, and its input checks."""
 
 import numpy as np
 import pytest
 
 from golden import ConfigError
-from golden.fast import (
+from golden.fast.numerics import (
     DATAFLOWS,
     FastInputError,
     Quantized,
@@ -15,7 +15,7 @@ from golden.fast import (
     quantize_operands,
     rounds,
 )
-from golden.fast_array import ArrayConfig, ArrayIn, ArraySim, array_gemm
+from golden.fast.array import FMACArrayConfig, ArrayIn, ArraySim, array_gemm
 
 
 def _matrices(gen, M, K, N):
@@ -30,7 +30,7 @@ def _matrices(gen, M, K, N):
 def test_t20_array_equals_bfp_gemm(shape, dataflow):
     """T20: every (mx, my) in {2, 4}², a partial K-tile, more outputs than one tile, bubbles,
     default rounding per dataflow (SR for the gradient operand)."""
-    cfg = ArrayConfig(rows=shape[0], cols=shape[1])
+    cfg = FMACArrayConfig(rows=shape[0], cols=shape[1])
     gen = np.random.default_rng(hash((shape, dataflow)) & 0xFFFF)
     for mx in (2, 4):
         for my in (2, 4):
@@ -47,7 +47,7 @@ def test_t20_float64_bound():
     """The array's result is within (FP32 adds) x 2**-24 x sum |round values| of the exact dot
     product of the dequantized operands (T20's second half)."""
     gen = np.random.default_rng(5)
-    cfg = ArrayConfig(rows=2, cols=3)
+    cfg = FMACArrayConfig(rows=2, cols=3)
     X, Y = _matrices(gen, 4, 150, 5)
     xq, yq = quantize_operands(X, Y, 4, 4, "fwd")
     out = array_gemm(cfg, xq, yq, "fwd").out.view(np.float32).astype(np.float64)
@@ -66,7 +66,7 @@ def test_tile_padding_goes_first():
     """A short K-tile is padded with zero groups before its real groups, so the tile's partial
     sum is the golden chain of its real groups even when that chain ends in −0 (padding after
     them would add +0 and make it +0).  Here -2**-125 + 3 * 2**-127 = -2**-127 flushes to −0."""
-    cfg = ArrayConfig(rows=1, cols=3)
+    cfg = FMACArrayConfig(rows=1, cols=3)
     z = np.zeros((1, 2, 16), np.int64)
     qx, qy, sx = z.copy(), z.copy(), z.copy()
     qx[0, :, 0] = (1, 3)
@@ -88,7 +88,7 @@ def test_latency_and_throughput():
     """A vector taken at the end of beat t leaves in the first cycle of beat t + rows + cols;
     back-to-back vectors are taken every rounds(mx, my) cycles."""
     for rows, cols, mx, my in ((2, 3, 4, 4), (3, 1, 2, 4), (1, 1, 2, 2)):
-        cfg = ArrayConfig(rows=rows, cols=cols)
+        cfg = FMACArrayConfig(rows=rows, cols=cols)
         sim = ArraySim(cfg)
         R = rounds(mx, my)
         grp = (127, [0] * 16, [1] * 16)
@@ -107,7 +107,7 @@ def test_latency_and_throughput():
 def test_wgrad_drain_order_and_block():
     """WGRAD: no input is taken from ``last`` until the drain ends; the drain presents the last
     column first, one column per cycle."""
-    cfg = ArrayConfig(rows=2, cols=3)
+    cfg = FMACArrayConfig(rows=2, cols=3)
     gen = np.random.default_rng(2)
     X, Y = _matrices(gen, 2, 48, 3)
     xq, yq = quantize_operands(X, Y, 2, 2, "wgrad")
@@ -122,7 +122,7 @@ def test_wgrad_drain_order_and_block():
 
 
 def test_sticky_error():
-    cfg = ArrayConfig(rows=3, cols=2, m_max=2)
+    cfg = FMACArrayConfig(rows=3, cols=2, m_max=2)
     for bad in (ArrayIn(dataflow=3), ArrayIn(mx=4),
                 ArrayIn(ld=(3, 0, (0, [0] * 16, [0] * 16)))):
         sim = ArraySim(cfg)
@@ -134,7 +134,7 @@ def test_sticky_error():
                                           ("m_max", 3), ("group", 0), ("cols", True)])
 def test_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
-        ArrayConfig(**{field: value})
+        FMACArrayConfig(**{field: value})
 
 
 def test_gemm_input_errors():
@@ -142,11 +142,11 @@ def test_gemm_input_errors():
     X, Y = _matrices(gen, 2, 32, 2)
     xq, yq = quantize_operands(X, Y, 4, 4)
     with pytest.raises(FastInputError, match="dataflow"):
-        array_gemm(ArrayConfig(), xq, yq, "bwd")
+        array_gemm(FMACArrayConfig(), xq, yq, "bwd")
     with pytest.raises(FastInputError, match="group"):
-        array_gemm(ArrayConfig(group=8), xq, yq)
+        array_gemm(FMACArrayConfig(group=8), xq, yq)
     _, y2 = quantize_operands(X[:, :16], Y[:16], 4, 4)
     with pytest.raises(FastInputError, match="K groups"):
-        array_gemm(ArrayConfig(), xq, y2)
+        array_gemm(FMACArrayConfig(), xq, y2)
     with pytest.raises(FastInputError, match="sim"):
-        array_gemm(ArrayConfig(), xq, yq, sim=ArraySim(ArrayConfig(rows=2)))
+        array_gemm(FMACArrayConfig(), xq, yq, sim=ArraySim(FMACArrayConfig(rows=2)))

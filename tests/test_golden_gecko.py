@@ -5,10 +5,10 @@ import pytest
 
 from golden import ConfigError
 from golden.common import BF16, FP32, fields, float_to_fp32
-from golden.gecko import (
+from golden.gecko.codec import (
     GeckoConfig, compress, decompress, exp_code, exp_decode, footprint, pack_meta, unpack_meta,
 )
-from golden.schrodinger import truncate_mantissa
+from golden.gecko.schrodinger import truncate_mantissa
 
 ROW_A = [1.0, 0.5, 0.25, 3.0, 0.125, 0.75, 1.5, 0.0]
 ROW_B = [-0.1, 0.2, -0.3, 0.4, 8.0, -2.5, 0.0625, 0.001]
@@ -429,7 +429,7 @@ def test_footprint_adds_and_ratio():
 
 
 def test_bf16_ratio_is_against_16_bit_words():
-    # deliberate choice (golden.gecko docstring): raw_bits uses the lane width, not §4.5's 32
+    # deliberate choice (golden.gecko.codec docstring): raw_bits uses the lane width, not §4.5's 32
     rng = np.random.default_rng(13)
     x = clustered(rng, 83, BF16)
     fp = footprint(x, GeckoConfig(fmt="bf16", man_width=2))

@@ -1,4 +1,4 @@
-"""golden.hbfp: the spec's §7 vectors (TV1-TV10, TV13-TV15), exact-rational properties, the
+"""golden.equinox.hbfp: the spec's §7 vectors (TV1-TV10, TV13-TV15), exact-rational properties, the
 bf16 conversion against an independent implementation (ml_dtypes), the vectorized GEMM against
 a per-element reference, and input errors."""
 
@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from golden.hbfp import (HBFPInputError, acc_to_bf16, bf16_add, bf16_to_f32, bfp_dequantize,
+from golden.equinox.hbfp import (HBFPInputError, acc_to_bf16, bf16_add, bf16_to_f32, bfp_dequantize,
                          bfp_dot, bfp_quantize, exp_offset, f32_to_bf16, hbfp_matmul,
                          quantize_activations, quantize_weights, weight_narrow, weight_store,
                          weight_update)
@@ -185,7 +185,7 @@ def test_normalizer_against_exact_rounding():
 
 def test_normalizer_flush_boundary():
     """The largest value below 2**-126 rounds up to 2**-126 and is kept (the rounding block
-    decides the flush after rounding; see golden.hbfp's docstring)."""
+    decides the flush after rounding; see golden.equinox.hbfp's docstring)."""
     # 0x1FF * 2**(esum - 266) with 9 significant bits, exponent just below -126
     esum = 266 - 126 - 9
     assert acc_to_bf16(0x1FF, esum) == 0x0080

@@ -8,7 +8,7 @@ import pytest
 
 from golden import ConfigError
 from golden.common import BF16, FP32, fields, float_to_fp32, fp32_to_float
-from golden.schrodinger import (
+from golden.gecko.schrodinger import (
     BitWave, BitWaveConfig, bitwave_quantize, bwe_clamp, bwe_exp_bits, bwe_range, qe_bounds,
     qe_chain, qe_clamp, qe_grad, qe_indicators, qm_delta, qm_grad, select_bits,
     tensor_weights, truncate_mantissa,
@@ -267,7 +267,7 @@ def test_bitwave_slope_decisions():
     assert feed(bw, [1]) == (22, 1)                # slope -1 < -T: shorten, shrink
     bw = BitWave(BitWaveConfig(history=4, threshold=0.1))
     assert feed(bw, [1, 1, 1, 1]) == (23, 0)       # slope 0: hold
-    from golden.schrodinger import ols_slope
+    from golden.gecko.schrodinger import ols_slope
     assert ols_slope([4, 3, 2, 1]) == -1.0 and ols_slope([1, 1, 1, 1]) == 0.0
     assert ols_slope([2.0, 2.5, 1.5, 2.0, 1.0]) == -0.25
 

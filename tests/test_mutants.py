@@ -14,8 +14,8 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
-import hdl.baseline
-import hdl.common.fpadd
+import hdl.baseline.mac16
+import hdl.common.fp_add
 import hdl.equinox.quantizer
 import hdl.fast.array
 import hdl.fast.converter
@@ -24,12 +24,12 @@ import hdl.gecko.blocks
 from mutantutil import Patched, built_with, run_failed
 from golden.baseline import BaselineConfig, MAC16Config
 from golden.fpraker import EncoderConfig, PEConfig
-from golden.common.fp32 import FPAddConfig
+from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
 from golden.equinox import QuantizerConfig
-from golden.fast import ConverterConfig, FMACConfig
-from golden.fast_array import ArrayConfig
-from golden.gecko import GeckoConfig
+from golden.fast.numerics import ConverterConfig, FMACConfig
+from golden.fast.array import FMACArrayConfig
+from golden.gecko.codec import GeckoConfig
 from hdl.baseline import BF16PE
 from hdl.common.rounding import Round
 from hdl.equinox import Quantizer
@@ -153,7 +153,7 @@ def test_fp_adder_without_a_sticky_bit(tb_options, monkeypatch):
         m.d.comb += out.eq(x >> amount)
         return out
 
-    monkeypatch.setattr(hdl.common.fpadd, "jam_right", plain_right)
+    monkeypatch.setattr(hdl.common.fp_add, "jam_right", plain_right)
     failed = _run("common.fp_add", FPAddConfig(), None, tb_options)
     assert "random_and_corner_sums" in failed, failed
 
@@ -214,7 +214,7 @@ class CellWithSumsFromTheLeft(_PatchedCell):
 ])
 def test_fast_array_with_a_broken_cell(cell, fails, tb_options, monkeypatch):
     monkeypatch.setattr(hdl.fast.array, "ArrayCell", cell)
-    failed = _run("fast.array", ArrayConfig(), None, tb_options)
+    failed = _run("fast.array", FMACArrayConfig(), None, tb_options)
     assert fails <= set(failed), failed
 
 
@@ -222,12 +222,12 @@ def test_fast_array_with_a_broken_cell(cell, fails, tb_options, monkeypatch):
 def test_mac16_that_forgets_clear(fmt, tb_options, monkeypatch):
     """The MAC lanes keep accumulating across ``clear`` (``Mux(clear, 0, acc)`` becomes
     ``acc``)."""
-    real = hdl.baseline.Mux
+    real = hdl.baseline.mac16.Mux
 
     def mux_ignoring_clear(sel, a, b):
         return b if isinstance(a, int) and a == 0 else real(sel, a, b)
 
-    monkeypatch.setattr(hdl.baseline, "Mux", mux_ignoring_clear)
+    monkeypatch.setattr(hdl.baseline.mac16, "Mux", mux_ignoring_clear)
     failed = _run("baseline.mac16", MAC16Config(fmt), None, tb_options)
     assert {"directed", "random_accumulations"} <= set(failed), failed
 

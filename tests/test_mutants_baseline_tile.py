@@ -1,4 +1,4 @@
-"""The baseline tile's testbench (tb.baseline_tile) catches deliberately broken tiles.
+"""The baseline tile's testbench (tb.baseline.bf16_tile) catches deliberately broken tiles.
 
 Each case builds ``baseline.bf16_tile`` with its ports or one block rewired — a column that
 ignores ``clear``, row 1's PEs fed row 0's B, a PE fed its neighbour column's A, a stream whose

@@ -11,9 +11,9 @@ import pytest
 
 from flows import FlowError
 from flows.cli import main
-from flows.power_cells import expression, parse_cells
-from flows.power_vcd import activity
-from flows.tools import OSU018
+from flows.eda.power_cells import expression, parse_cells
+from flows.eda.power_vcd import activity
+from flows.eda.tools import OSU018
 
 needs_tools = pytest.mark.skipif(not OSU018.is_file(), reason="OSU018 liberty not installed")
 

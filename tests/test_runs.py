@@ -21,8 +21,8 @@ import pytest
 import flows
 from flows import registry, runs
 from flows.cli import main
-from flows.generate import to_verilog
-from flows.simulate import run_testbench
+from flows.eda.generate import to_verilog
+from flows.eda.simulate import run_testbench
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAINFAB = [sys.executable, "-m", "flows.cli"]
@@ -195,7 +195,7 @@ def test_old_run_folders_are_pruned(tmp_path):
 
 
 def test_all_configs_keeps_the_users_fields_and_says_what_it_leaves_out(capsys, monkeypatch):
-    import flows.simulate
+    import flows.eda.simulate
 
     seen = []
 
@@ -205,7 +205,7 @@ def test_all_configs_keeps_the_users_fields_and_says_what_it_leaves_out(capsys, 
         def summary(self):
             return "PASS"
 
-    monkeypatch.setattr(flows.simulate, "run_testbench",
+    monkeypatch.setattr(flows.eda.simulate, "run_testbench",
                         lambda unit, cfg, **kw: (seen.append(cfg), Passed())[1])
     code, out, err = run(["regress", "fpraker.pe", "--all-configs", "--set", "frac_bits=10"],
                          capsys)

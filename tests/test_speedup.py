@@ -1,4 +1,4 @@
-"""``trainfab speedup`` (flows.speedup) and the model runner (flows.models): pairing rule,
+"""``trainfab speedup`` (flows.studies.speedup) and the model runner (flows.studies.models): pairing rule,
 one-line errors, the speedup arithmetic from its definitions, the Eq. 4 ideal on hand-counted
 terms, the NumPy BERT forward pass on tiny synthetic models with known outputs, the tokenizer,
 and end-to-end runs on small tensor files.  The real-model tests (a pip fetch of 150 MB, the
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import flows
-from flows import FlowError, models, speedup
+from flows import FlowError
+from flows.studies import models, speedup
 from flows.cli import main
-from flows.tensors import write_safetensors
+from flows.studies.tensors import write_safetensors
 
 
 def _bf16(values) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""``trainfab study dispatch`` (flows.study): its numbers against direct golden runs, its
+"""``trainfab study dispatch`` (flows.studies.dispatch): its numbers against direct golden runs, its
 summary logic, its outputs, and its one-line errors."""
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from flows.cli import main
-from flows.study import dispatch_study, markdown, max_load, p99, parse_loads
+from flows.studies.dispatch import dispatch_study, markdown, max_load, p99, parse_loads
 from golden.equinox import DispatchConfig, dispatch_trace, poisson_arrivals
 
 SMALL = DispatchConfig(b_inf=4, inf_len=8, trn_len=16)

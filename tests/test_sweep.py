@@ -3,7 +3,7 @@ tables; resume runs only the missing points; Ctrl-C keeps finished points; faile
 recorded and retried; plots are PNG files; bad grids are one-line errors before anything runs.
 
 Real synthesis uses fpraker.encoder at 1–2 lanes (about a second a point); the error and
-regression-outcome paths use stand-ins for ``flows.synth.area`` / ``run_testbench``.
+regression-outcome paths use stand-ins for ``flows.eda.synth.area`` / ``run_testbench``.
 """
 
 import argparse
@@ -21,8 +21,8 @@ import pytest
 
 import flows
 from flows import FlowError, registry, sweep
-from flows.generate import sha256, to_verilog
-from flows.simulate import TbResult
+from flows.eda.generate import sha256, to_verilog
+from flows.eda.simulate import TbResult
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = ["fpraker.encoder", "--grid", "lanes=1,2", "--grid", "clock_ns=5,10"]
@@ -197,9 +197,9 @@ def _fake_area(fail_lanes):
 
 
 def test_failed_point_is_recorded_then_retried(tmp_path, capsys, monkeypatch, build, no_plots):
-    import flows.synth
+    import flows.eda.synth
 
-    monkeypatch.setattr(flows.synth, "area", _fake_area({2}))
+    monkeypatch.setattr(flows.eda.synth, "area", _fake_area({2}))
     argv = ["fpraker.encoder", "--grid", "lanes=1,2,3", "--measure", "timing", "-j", "1"]
     code, text, _ = run(argv, capsys)
     assert code == 1
@@ -212,7 +212,7 @@ def test_failed_point_is_recorded_then_retried(tmp_path, capsys, monkeypatch, bu
                     "2,,,yosys failed (exit 1)", "3,5.0,200.0,"]
     assert "1 points failed" in (out / "sweep.md").read_text()
 
-    monkeypatch.setattr(flows.synth, "area", _fake_area(set()))
+    monkeypatch.setattr(flows.eda.synth, "area", _fake_area(set()))
     code, text, _ = run(argv, capsys)
     assert code == 0
     assert "3 points, 2 already done, 1 to run" in text and "[3/3] lanes=2: fmax 200.0 MHz" in text
@@ -224,7 +224,7 @@ def test_failed_point_is_recorded_then_retried(tmp_path, capsys, monkeypatch, bu
 
 
 def test_regress_only_may_sweep_a_run_time_field(tmp_path, capsys, monkeypatch):
-    import flows.simulate
+    import flows.eda.simulate
 
     def fake_run(unit, cfg, *, seed, effort, build_root, **kw):
         assert effort == "quick" and seed == 3 and str(build_root).startswith(str(tmp_path))
@@ -232,7 +232,7 @@ def test_regress_only_may_sweep_a_run_time_field(tmp_path, capsys, monkeypatch):
         return TbResult(unit.name, {}, "icarus", seed, 8, failed, 0.1, Path("sim.log"),
                         Path("results.xml"))
 
-    monkeypatch.setattr(flows.simulate, "run_testbench", fake_run)
+    monkeypatch.setattr(flows.eda.simulate, "run_testbench", fake_run)
     code, text, _ = run(["gecko.compressor", "--grid", "man_width=3,7", "--measure", "regress",
                          "--seed", "3", "-j", "1", "-o", str(tmp_path / "o")], capsys)
     assert code == 1  # a failing regression

@@ -5,12 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from flows import FlowError, tensors
+from flows import FlowError
+from flows.studies import tensors
 from flows.cli import main
 from flows.families.gecko import gecko_stats
-from flows.tensors import read_tensors, write_safetensors
+from flows.studies.tensors import read_tensors, write_safetensors
 from golden.common import float_to_bf16
-from golden.gecko import GeckoConfig, compress
+from golden.gecko.codec import GeckoConfig, compress
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ level of the run."""
 
 import pytest
 from flows import registry
-from flows.simulate import failure_details, run_testbench
+from flows.eda.simulate import failure_details, run_testbench
 
 
 def _cases():

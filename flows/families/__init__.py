@@ -11,7 +11,7 @@ A family module (``flows/families/<family>.py``) may define:
 ``BENCHES``
     :class:`flows.bench.Bench` entries for ``trainfab bench``;
 ``TENSOR_ANALYSES``
-    :class:`flows.tensors.TensorAnalysis` entries for ``trainfab tensor-stats``;
+    :class:`flows.studies.tensors.TensorAnalysis` entries for ``trainfab tensor-stats``;
 ``SCALINGS``
     :class:`flows.report.Scaling` entries: area against a size measure, with a linear fit;
 ``ORDER``

@@ -6,7 +6,7 @@ floating-point adder.
 rounded to bfloat16 with RNE) and at configurations that sweep every rounding mode, float and
 integer targets, two's complement and normalized inputs, the three exponent ranges, and the
 accumulator normalizer and read-out the PEs instantiate.  ``common.fp_add``
-(:class:`hdl.common.fpadd.FPAdder`, golden :func:`golden.common.fp32.fp_add_bits`) is the FP32
+(:class:`hdl.common.fp_add.FPAdder`, golden :func:`golden.common.fp_add.fp_add_bits`) is the FP32
 adder of the accumulators, regressed in FP32 and in three narrower formats.
 """
 
@@ -18,7 +18,7 @@ UNITS = (
     Unit(name="common.round",
          summary="Rounding block: a raw significand and exponent to a float or integer format",
          config="golden.common.rounding:RoundConfig", component="hdl.common.rounding:Round",
-         testbench="tb.common.round", preset="common",
+         testbench="tb.common.rounding", preset="common",
          extra_configs=(
              # the FPRaker/baseline accumulator normalizer and read-out (golden.common.accumulator)
              {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
@@ -49,7 +49,7 @@ UNITS = (
          synth_overrides={}),
     Unit(name="common.fp_add",
          summary="Floating-point adder (RNE, DAZ/FTZ): the FP32 accumulators' adder",
-         config="golden.common.fp32:FPAddConfig", component="hdl.common.fpadd:FPAdder",
+         config="golden.common.fp_add:FPAddConfig", component="hdl.common.fp_add:FPAdder",
          testbench="tb.common.fp_add", preset="common",
          extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"}),
          test_sizes={"quick": 500, "standard": 5000, "full": 100000},

@@ -4,11 +4,12 @@ quantizer and the priority request/instruction dispatcher.
 
 import time
 
-from .. import FlowError, tensors
+from .. import FlowError
+from ..studies import tensors
 from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison, Part, Scaling
-from ..tensors import TensorAnalysis
+from ..studies.tensors import TensorAnalysis
 
 ORDER = 50
 
@@ -107,7 +108,7 @@ def hbfp_stats(path, *, m: int = 8, block: int = 64, rounding: str = "floor",
     """
     import numpy as np
 
-    from golden.hbfp import ROUNDINGS, HBFPInputError, bfp_dequantize, bfp_quantize
+    from golden.equinox.hbfp import ROUNDINGS, HBFPInputError, bfp_dequantize, bfp_quantize
 
     if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1 << 16:
         raise FlowError(f"--hbfp-block {block!r} is invalid: allowed an integer in 1..65536")
@@ -187,7 +188,7 @@ def bench_hbfp(scale: int = 1, seed: int = 0) -> dict:
     N(0, 1) operands; best of three runs."""
     import numpy as np
 
-    from golden.hbfp import hbfp_matmul
+    from golden.equinox.hbfp import hbfp_matmul
 
     rng = np.random.default_rng(seed)
     B = 512 // scale

@@ -27,7 +27,7 @@ def bench_fast(scale: int = 1, seed: int = 0) -> dict:
     """
     import numpy as np
 
-    from golden.fast import LaneRNG, bfp_gemm, bfp_quantize_groups
+    from golden.fast.numerics import LaneRNG, bfp_gemm, bfp_quantize_groups
 
     rng = np.random.default_rng(seed)
     n = 4_000_000 // scale // 16 * 16
@@ -70,7 +70,7 @@ def fast_table(scale: int = 1, seed: int = 0) -> str:
 UNITS = (
     Unit(name="fast.converter",
          summary="FAST FP32 -> BFP converter: 16 lanes, LFSR stochastic rounding, 3 stages",
-         config="golden.fast:ConverterConfig", component="hdl.fast:Converter",
+         config="golden.fast.numerics:ConverterConfig", component="hdl.fast:Converter",
          testbench="tb.fast.converter", preset="fast-paper",
          extra_configs=({"m": 2}, {"group": 5, "m": 6}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
@@ -79,7 +79,7 @@ UNITS = (
     Unit(name="fast.fmac",
          summary="FAST fMAC: 16 2b x 2b multipliers, FP generator, FP32 accumulator; "
                  "(mx/2)(my/2) cycles per group pair",
-         config="golden.fast:FMACConfig", component="hdl.fast:FMAC",
+         config="golden.fast.numerics:FMACConfig", component="hdl.fast:FMAC",
          testbench="tb.fast.fmac", preset="fast-paper",
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
          test_sizes={"quick": 12, "standard": 60, "full": 10000},
@@ -89,7 +89,7 @@ UNITS = (
     Unit(name="fast.array",
          summary="FAST fMAC systolic array: rows x cols fMAC cells, FWD / BWD-DATA / WGRAD "
                  "dataflows at run time, input skew, output deskew",
-         config="golden.fast_array:ArrayConfig", component="hdl.fast:FMACArray",
+         config="golden.fast.array:FMACArrayConfig", component="hdl.fast:FMACArray",
          testbench="tb.fast.array", preset="fast-paper",
          extra_configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2},
                         {"rows": 1, "cols": 3, "group": 3, "m_max": 8},

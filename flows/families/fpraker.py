@@ -314,7 +314,7 @@ def _minilm_pairs(rows: int):
 
     from golden.common import float_to_bf16
 
-    from .. import models
+    from ..studies import models
 
     if not (models.models_dir() / "minilm").is_dir():
         return None

@@ -7,16 +7,17 @@ statistics of tensor files (``trainfab tensor-stats``) and their benchmark.
 import os
 import time
 
-from .. import FlowError, tensors
+from .. import FlowError
+from ..studies import tensors
 from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison
-from ..tensors import TensorAnalysis
+from ..studies.tensors import TensorAnalysis
 
 ORDER = 30
 
 #: every Gecko unit shares the configuration class, preset, effort sizes and small synthesis
-_GECKO = dict(config="golden.gecko:GeckoConfig", preset="gecko-paper",
+_GECKO = dict(config="golden.gecko.codec:GeckoConfig", preset="gecko-paper",
               test_sizes={"quick": 600, "standard": 10000, "full": 50000},
               synth_overrides={"lanes": 2, "fmt": "bf16"},
               runtime_fields=("man_width", "sign_en", "fixed_width"))
@@ -63,10 +64,10 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
     exponent bits, plus sign and mantissa bits per value), the ratios of each to FP32, and the
     share of rows per exponent width 0..7 (the paper's Fig. 5b view).  ``man_width=None`` keeps
     each format's full mantissa (Gecko alone is lossless).  Tensors are streamed in chunks of
-    :data:`flows.tensors.CHUNK_ROWS` rows, so memory stays bounded.
+    :data:`flows.studies.tensors.CHUNK_ROWS` rows, so memory stays bounded.
     """
     from golden import ConfigError
-    from golden.gecko import GeckoConfig, footprint
+    from golden.gecko.codec import GeckoConfig, footprint
 
     start = time.monotonic()
     rows_out, total = [], None
@@ -195,7 +196,7 @@ def bench_gecko(n: int = 25_000_000, seed: int = 0) -> dict:
     """
     import numpy as np
 
-    from golden.gecko import GeckoConfig, compress
+    from golden.gecko.codec import GeckoConfig, compress
 
     from .. import build_dir
     from ..runs import ensure_dir

@@ -28,8 +28,8 @@ leaves with the row it belongs to.  At most ``n`` vectors are in flight, so the 
 
 Normalizers (§2.5).  ``n`` bf16 converters take ``(acc[c], esum)`` at ``t_b + n`` and present
 ``out[c]`` with ``out_valid`` at ``t_b + n + conv_lat``: the value ``acc * 2**(esum -
-exp_offset(x_bits))`` rounded by the shared rounding block (:func:`golden.hbfp.normalizer_config`:
-RNE, flush to zero decided after rounding, saturation to ±0x7F7F; see :mod:`golden.hbfp`).
+exp_offset(x_bits))`` rounded by the shared rounding block (:func:`golden.equinox.hbfp.normalizer_config`:
+RNE, flush to zero decided after rounding, saturation to ±0x7F7F; see :mod:`golden.equinox.hbfp`).
 
 Weight reload, just in time (§2.2 "Weight reload", A13).  The weight feeder writes one PE row
 per cycle through one port: ``wt_valid``, ``wt_row`` (the row index), ``wt`` (``n x w``
@@ -56,7 +56,7 @@ vector, as the contract above requires anyway.  The model starts with all of the
 :func:`array_gemm` runs a tiled GEMM on the model: every ``T x T`` weight tile (one exponent,
 A8) is ``w`` slices of ``T x n``; each slice is loaded by the wavefront above and every
 activation row segment of its K-tile streams through it.  Its bf16 K-tile partials, summed in
-ascending K order by :func:`golden.hbfp.bf16_add`, equal :func:`golden.hbfp.hbfp_matmul` bit
+ascending K order by :func:`golden.equinox.hbfp.bf16_add`, equal :func:`golden.equinox.hbfp.hbfp_matmul` bit
 for bit.
 """
 
@@ -67,7 +67,7 @@ import numpy as np
 
 from .. import ConfigError, check_int
 from ..common.rounding import round_raw
-from ..hbfp import (
+from .hbfp import (
     A_RANGE,
     M_RANGE,
     HBFPInputError,
@@ -363,10 +363,10 @@ def array_gemm(cfg: ArrayConfig, ex, Mx, ew, Mw, *, gaps: float = 0.0, stalls: f
     ----------
     cfg : ArrayConfig
     ex, Mx : ndarray
-        Activations as :func:`golden.hbfp.quantize_activations` returns them with
+        Activations as :func:`golden.equinox.hbfp.quantize_activations` returns them with
         ``T = n * w``: exponents ``(B, kt)``, mantissas ``(B, kt, T)``.
     ew, Mw : ndarray
-        Weights as :func:`golden.hbfp.quantize_weights` returns them: tile exponents
+        Weights as :func:`golden.equinox.hbfp.quantize_weights` returns them: tile exponents
         ``(kt, nt)``, mantissas ``(kt * T, nt * T)``.
     gaps : float
         Probability of a bubble (a cycle without a vector, random data on the inputs) before
@@ -392,7 +392,7 @@ def array_gemm(cfg: ArrayConfig, ex, Mx, ew, Mw, *, gaps: float = 0.0, stalls: f
     -------
     ArrayRun
         ``out`` (padded to ``nt * T`` columns) equals
-        ``golden.hbfp.hbfp_matmul_quantized(ex, Mx, ew, Mw, T, x_bits, acc_bits)``.
+        ``golden.equinox.hbfp.hbfp_matmul_quantized(ex, Mx, ew, Mw, T, x_bits, acc_bits)``.
     """
     ex, Mx, ew, Mw = _check_quantized(cfg, ex, Mx, ew, Mw)
     n, w, T = cfg.n, cfg.w, cfg.T
@@ -475,10 +475,10 @@ def array_gemm(cfg: ArrayConfig, ex, Mx, ew, Mw, *, gaps: float = 0.0, stalls: f
 
 
 def array_matmul(cfg: ArrayConfig, X, Wt, rounding: str = "floor", **kwargs) -> ArrayRun:
-    """``X @ Wt`` on the array model: :func:`golden.hbfp.quantize_activations` /
-    :func:`golden.hbfp.quantize_weights` with ``T = n * w`` and ``m = x_bits``, then
+    """``X @ Wt`` on the array model: :func:`golden.equinox.hbfp.quantize_activations` /
+    :func:`golden.equinox.hbfp.quantize_weights` with ``T = n * w`` and ``m = x_bits``, then
     :func:`array_gemm` (``kwargs``: ``gaps``, ``stalls``, ``seed``, ``sim``).  The run's
-    ``out`` is cut to ``Wt``'s columns: it equals ``golden.hbfp.hbfp_matmul(X, Wt, n * w,
+    ``out`` is cut to ``Wt``'s columns: it equals ``golden.equinox.hbfp.hbfp_matmul(X, Wt, n * w,
     x_bits, acc_bits, rounding)``."""
     ex, Mx = quantize_activations(X, cfg.T, cfg.x_bits, rounding)
     ew, Mw = quantize_weights(Wt, cfg.T, cfg.x_bits, rounding)

@@ -3,7 +3,7 @@
 exponent, ``w`` two's complement ``m``-bit mantissas) out, one block per cycle.
 
 It sits where SIMD results are written back to the activation buffer and where the optimizer's
-weights are converted (§1.9).  The arithmetic is :func:`golden.hbfp.bfp_quantize`.  For
+weights are converted (§1.9).  The arithmetic is :func:`golden.equinox.hbfp.bfp_quantize`.  For
 stochastic rounding each lane owns a 16-bit LFSR (:class:`golden.common.lfsr.LaneRNG`, ``rbits``
 fresh bits per draw, lane ``i`` seeded ``0xACE1 ^ 0x1F35 * i``), stepped only for blocks that
 take their noise from it; a block may instead carry injected random bits (``rand_en``), which
@@ -20,7 +20,7 @@ import numpy as np
 from .. import check_choice, check_int
 from ..common.formats import BFPFormat, format_named
 from ..common.lfsr import MAX_LANES, LaneRNG
-from ..hbfp import M_RANGE, ROUNDINGS, bfp_quantize
+from .hbfp import M_RANGE, ROUNDINGS, bfp_quantize
 
 #: input formats of the quantizer
 IN_FORMATS = ("fp32", "bf16")

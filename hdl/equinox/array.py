@@ -18,7 +18,7 @@ from amaranth.utils import ceil_log2
 
 from golden.common import BF16
 from golden.equinox import ArrayConfig
-from golden.hbfp import exp_offset, normalizer_config
+from golden.equinox.hbfp import exp_offset, normalizer_config
 
 from ..common.arith import adder_tree
 from ..common.formats import layout
@@ -28,7 +28,7 @@ from ..common.rounding import Round
 EXP_BITS = 8
 ESUM_BITS = 9
 #: the normalizer's exponent input (``esum - exp_offset``, 10 bits signed like
-#: :func:`golden.hbfp.normalizer_config`'s ``exp_width``)
+#: :func:`golden.equinox.hbfp.normalizer_config`'s ``exp_width``)
 NORM_EXP = signed(10)
 
 
@@ -211,7 +211,7 @@ class SystolicArray(wiring.Component):
     mantissas), the ``n`` dot products with the ``T x n`` weight slice the PEs hold:
     ``acc[c]`` (``A``-bit, wrapping) and ``esum = act_exp + e_w`` at ``t_b + n``, and
     their bf16 values ``acc * 2**(esum - exp_offset(X))`` (RNE, flush to zero, saturating:
-    the shared rounding block with :func:`golden.hbfp.normalizer_config`) at
+    the shared rounding block with :func:`golden.equinox.hbfp.normalizer_config`) at
     ``t_b + n + conv_lat``.
 
     Latency ``n`` cycles to ``acc``, ``n + conv_lat`` to ``out``, independent of ``w``.

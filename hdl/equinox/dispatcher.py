@@ -4,7 +4,7 @@ spec ``seed-equinox.md`` §3.2–§3.4, A15–A21).
 Cycle-accurate against :func:`golden.equinox.dispatch_trace`: every output at cycle ``t`` is the
 golden record of cycle ``t`` (decisions from the registered state ``S_t``; ``cmdq_full`` is the
 only input that acts in the same cycle, on the issue), and every decision takes effect at
-``t + 1``.  The module docstring of :mod:`golden.equinox.dispatch` fixes the behaviour; this
+``t + 1``.  The module docstring of :mod:`golden.equinox.dispatcher` fixes the behaviour; this
 one describes the structure and the hardware choices.
 
 Structure
@@ -103,7 +103,7 @@ class Dispatcher(wiring.Component):
     """The request dispatcher and instruction dispatcher of Equinox as one unit: host request
     queues, adaptive batch formation with null padding, and one instruction issued per cycle
     from the inference or training context under the configured policy (module docstring:
-    structure and choices; :mod:`golden.equinox.dispatch`: the behaviour).
+    structure and choices; :mod:`golden.equinox.dispatcher`: the behaviour).
 
     Latency: a request accepted at ``t`` is in ``waiting`` at ``t + 1``; a batch started at ``t``
     issues from ``t + 1``; its completion pulse comes ``done_lag`` cycles after its last issue;

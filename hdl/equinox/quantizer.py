@@ -1,7 +1,7 @@
 """Equinox's BFP quantizer (registry unit ``equinox.quantizer``; spec ``seed-equinox.md`` §1.4,
 §1.5, §1.9).
 
-Bit-exact with :func:`golden.equinox.quantize_stream` (and so :func:`golden.hbfp.bfp_quantize`).
+Bit-exact with :func:`golden.equinox.quantize_stream` (and so :func:`golden.equinox.hbfp.bfp_quantize`).
 Two pipeline stages behind a valid/ready input, one block per cycle:
 
 1. decode with DAZ (subnormals read as zero), the compare-and-forward tree of the lanes'
@@ -10,7 +10,7 @@ Two pipeline stages behind a valid/ready input, one block per cycle:
    ``rbits`` times, unrolled; it advances only for blocks that use it) — and the sticky error
    for Inf/NaN inputs;
 2. per lane the exponent difference and the shared rounding block
-   (:class:`hdl.common.rounding.Round`, configured by :func:`golden.hbfp.quant_config`: a
+   (:class:`hdl.common.rounding.Round`, configured by :func:`golden.equinox.hbfp.quant_config`: a
    clamped shifter with the rounding increment and saturation to ``m`` bits).  Stochastic
    rounding keeps ``rbits`` more bits (floor), adds the noise, shifts it out and saturates:
    ``M = floor(s + R / 2**rbits)`` (§1.5).
@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 
 from golden.common.lfsr import lane_seeds
 from golden.equinox.quantizer import QuantizerConfig
-from golden.hbfp import quant_config
+from golden.equinox.hbfp import quant_config
 
 from ..common.arith import tree_reduce
 from ..common.formats import decode, layout
@@ -121,7 +121,7 @@ class Quantizer(wiring.Component):
             sig = Signal(signed(25), name=f"sig{j}")
             exp = Signal(signed(qcfg.exp_width), name=f"qexp{j}")
             # the 24-bit significand of FP32 (bf16's 8 bits sit at its top): value / LSB =
-            # sig * 2**(e - emax - (25 - m)) (golden.hbfp.quant_config)
+            # sig * 2**(e - emax - (25 - m)) (golden.equinox.hbfp.quant_config)
             mag = r1_sig[j] << (24 - len(r1_sig[j]))
             m.d.comb += [sig.eq(Mux(r1_s[j], -mag, mag)),
                          exp.eq(r1_e[j] - r1_emax), rnd.i.sig.eq(sig), rnd.i.exp.eq(exp)]

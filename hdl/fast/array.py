@@ -9,7 +9,7 @@ BWD-DATA (weight-stationary, operands from the left, sums flow up) and WGRAD (ou
 operands from the left and from below, then a drain to the right).  The array also holds the
 input skew, the output deskew and the round / beat controller.
 
-Cycle-accurate with :class:`golden.fast_array.ArraySim`; its docstring is the timing contract.
+Cycle-accurate with :class:`golden.fast.array.ArraySim`; its docstring is the timing contract.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -18,29 +18,29 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from golden.common import FP32
-from golden.common.fp32 import FPAddConfig
-from golden.fast import FMACConfig
-from golden.fast_array import ArrayConfig
+from golden.common.fp_add import FPAddConfig
+from golden.fast.numerics import FMACConfig
+from golden.fast.array import FMACArrayConfig
 
 from ..common.formats import layout
-from ..common.fpadd import FPAdder
+from ..common.fp_add import FPAdder
 from ..common.rounding import Round
 from .fmac import ChunkProducts, chunk_count, fp_gen_config, operand_layout
 
 FP32_LAYOUT = layout(FP32)
 
 
-def fmac_config(cfg: ArrayConfig) -> FMACConfig:
+def fmac_config(cfg: FMACArrayConfig) -> FMACConfig:
     return FMACConfig(group=cfg.group, m_max=cfg.m_max)
 
 
-def moving_layout(cfg: ArrayConfig) -> data.StructLayout:
+def moving_layout(cfg: FMACArrayConfig) -> data.StructLayout:
     """The operand moving right: a BFP group, ``valid`` (not a bubble) and ``first`` (the first
     group of a WGRAD accumulation)."""
     return data.StructLayout({"op": operand_layout(fmac_config(cfg)), "valid": 1, "first": 1})
 
 
-def input_layout(cfg: ArrayConfig) -> data.StructLayout:
+def input_layout(cfg: FMACArrayConfig) -> data.StructLayout:
     """An input vector: ``rows`` groups entering from the left, ``cols`` from below, and the
     WGRAD flags ``first`` / ``last``."""
     op = operand_layout(fmac_config(cfg))
@@ -49,7 +49,7 @@ def input_layout(cfg: ArrayConfig) -> data.StructLayout:
                               "first": 1, "last": 1})
 
 
-def load_layout(cfg: ArrayConfig) -> data.StructLayout:
+def load_layout(cfg: FMACArrayConfig) -> data.StructLayout:
     """A write of one cell's stationary group."""
     return data.StructLayout({"row": bits_for(cfg.rows - 1), "col": bits_for(cfg.cols - 1),
                               "group": operand_layout(fmac_config(cfg))})
@@ -78,7 +78,7 @@ class ArrayCell(wiring.Component):
         ``A`` and the value it takes at the next clock edge.
     """
 
-    def __init__(self, cfg: ArrayConfig):
+    def __init__(self, cfg: FMACArrayConfig):
         self.cfg = cfg
         fc = fmac_config(cfg)
         op = operand_layout(fc)
@@ -147,7 +147,7 @@ class FMACArray(wiring.Component):
 
     Parameters
     ----------
-    cfg : golden.fast_array.ArrayConfig
+    cfg : golden.fast.array.FMACArrayConfig
         ``rows``, ``cols``, ``group`` (multipliers per cell) and ``m_max``.
 
     Ports
@@ -168,7 +168,7 @@ class FMACArray(wiring.Component):
         Sticky: a width above ``m_max``, dataflow code 3, a load outside the array.
     """
 
-    def __init__(self, cfg: ArrayConfig = ArrayConfig()):
+    def __init__(self, cfg: FMACArrayConfig = FMACArrayConfig()):
         self.cfg = cfg
         super().__init__({
             "i": In(stream.Signature(input_layout(cfg))),

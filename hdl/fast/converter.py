@@ -1,6 +1,6 @@
 """FAST's FP32 → BFP converter (registry unit ``fast.converter``; spec ``seed-fast.md`` §3).
 
-Bit-exact with :func:`golden.fast.convert_groups` (groups) and :class:`golden.fast.LaneRNG`
+Bit-exact with :func:`golden.fast.numerics.convert_groups` (groups) and :class:`golden.fast.numerics.LaneRNG`
 (its LFSR bank).  Three pipeline stages behind a valid/ready input, one group per cycle:
 
 1. decode with DAZ, the compare-and-forward tree of the lanes' exponents (and ``exp_floor``) to
@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from golden.common import FP32
-from golden.fast import SR_BITS, ConverterConfig, _quant_config, lane_seeds
+from golden.fast.numerics import SR_BITS, ConverterConfig, _quant_config, lane_seeds
 
 from ..common.arith import adder_tree, tree_reduce
 from ..common.formats import decode, layout
@@ -67,7 +67,7 @@ class Converter(wiring.Component):
 
     Parameters
     ----------
-    cfg : golden.fast.ConverterConfig
+    cfg : golden.fast.numerics.ConverterConfig
         ``group`` (lanes, 16) and ``m`` (output bits, 4).
 
     Ports

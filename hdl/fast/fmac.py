@@ -1,12 +1,12 @@
 """FAST's fMAC (registry unit ``fast.fmac``; spec ``seed-fast.md`` §4): the dot product of two
 BFP groups, 2 bits of each operand per cycle, accumulated in FP32.
 
-Bit-exact with :func:`golden.fast.fmac_run` (paper mode).  Per cycle (one *round*): the chunk
+Bit-exact with :func:`golden.fast.numerics.fmac_run` (paper mode).  Per cycle (one *round*): the chunk
 multiplexers pick 2-bit chunk ``cx`` of every X magnitude and ``cy`` of every Y magnitude, 16
 2b×2b multipliers with the product signs feed a signed adder tree (``P`` in [-144, 144]), the
 exponent adder forms ``(Esx - 2cx) + (Esy - 2cy) - 256``, the FP generator (the shared rounding
 block: exact, FTZ, ±Inf) turns ``P`` into FP32, and the FP32 adder
-(:class:`hdl.common.fpadd.FPAdder`) adds it to the accumulator register.  Rounds go X's chunks
+(:class:`hdl.common.fp_add.FPAdder`) adds it to the accumulator register.  Rounds go X's chunks
 outer, most significant first (§4.4's canonical order).
 """
 
@@ -16,13 +16,13 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from golden.common import FP32
-from golden.common.fp32 import FPAddConfig
+from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
-from golden.fast import FMACConfig
+from golden.fast.numerics import FMACConfig
 
 from ..common.arith import AdderTree
 from ..common.formats import layout
-from ..common.fpadd import FPAdder
+from ..common.fp_add import FPAdder
 from ..common.rounding import Round
 
 
@@ -116,7 +116,7 @@ class FMAC(wiring.Component):
 
     Parameters
     ----------
-    cfg : golden.fast.FMACConfig
+    cfg : golden.fast.numerics.FMACConfig
         ``group`` (multipliers, 16) and ``m_max`` (widest operand, 8).
 
     Ports

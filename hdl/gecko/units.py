@@ -36,7 +36,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from golden.gecko import GeckoConfig
+from golden.gecko.codec import GeckoConfig
 
 from ..common.signatures import SidebandSignature
 from .blocks import (
@@ -108,11 +108,11 @@ class GeckoCompressor(wiring.Component):
     from an accepted input row to the output word it completes: 3 cycles.  Throughput: one
     input row per cycle while both outputs are ready; a ``last`` row whose bits straddle two
     words costs one extra cycle for the flush.  Output words are complete lane words of the
-    lanes' MSB-first bitstreams (§4.5), identical to ``golden.gecko.compress``.
+    lanes' MSB-first bitstreams (§4.5), identical to ``golden.gecko.codec.compress``.
 
     Parameters
     ----------
-    cfg : golden.gecko.GeckoConfig
+    cfg : golden.gecko.codec.GeckoConfig
         ``lanes`` and ``fmt`` shape the circuit.
 
     Ports
@@ -280,7 +280,7 @@ class GeckoDecompressor(wiring.Component):
     than the row's field width, so at most one per output row) and presents each decoded row in
     an output register.  Latency: an output row is registered one cycle after its inputs are
     present.  Throughput: one output row per cycle while inputs are available and ``o`` is
-    ready; one idle cycle between tensors.  Output equals ``golden.gecko.decompress``, i.e.
+    ready; one idle cycle between tensors.  Output equals ``golden.gecko.codec.decompress``, i.e.
     ``P(x, man_width)`` of the compressed values.  ``cfg`` (``lanes``, ``fmt``) shapes the
     circuit as for :class:`GeckoCompressor`.
 
@@ -384,7 +384,7 @@ class GeckoLoopback(wiring.Component):
 
     Parameters
     ----------
-    cfg : golden.gecko.GeckoConfig
+    cfg : golden.gecko.codec.GeckoConfig
 
     Ports
     -----

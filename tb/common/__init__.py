@@ -8,7 +8,7 @@ submodules) stream drivers, layout packing and golden-model checkers.
   ``Acc``) and :class:`~.checks.TraceChecker` (trace ports against a golden per-cycle record,
   field by field).
 
-The runner (:mod:`flows.simulate`) passes the unit's configuration as JSON in
+The runner (:mod:`flows.eda.simulate`) passes the unit's configuration as JSON in
 ``TRAINFAB_CONFIG``, the seed in ``TRAINFAB_SEED``, the effort level in ``TRAINFAB_EFFORT``
 (``quick`` for demos, ``standard`` for ``make test``, ``full`` for ``make test-full``), the
 size of the random part for that effort in ``TRAINFAB_TEST_SIZE``, and the path of the unit's
@@ -68,7 +68,7 @@ def manifest() -> dict:
     path = os.environ.get("TRAINFAB_MANIFEST")
     if not path:
         raise RuntimeError("TRAINFAB_MANIFEST is not set: run testbenches through "
-                           "flows.simulate.run_testbench (trainfab regress)")
+                           "flows.eda.simulate.run_testbench (trainfab regress)")
     with open(path) as f:
         return json.load(f)
 

@@ -1,5 +1,5 @@
 """Testbench of the floating-point adder (``common.fp_add``) against
-``golden.common.fp32.fp_add_bits``.
+``golden.common.fp_add.fp_add_bits``.
 
 Combinational: every vector is driven, settles, and ``sum`` is compared with the golden sum.
 Vectors aim at what adders get wrong: exact and near cancellation (equal and adjacent
@@ -12,7 +12,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
-from golden.common.fp32 import FPAddConfig, fp_add_bits
+from golden.common.fp_add import FPAddConfig, fp_add_bits
 
 from . import config_from_env, idle, rng, test_size, uint
 

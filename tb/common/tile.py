@@ -102,11 +102,11 @@ async def random_sweep(cfg, r, nprng, total: int, max_groups: int, one, name: st
 
 async def power_stream(drv, cfg, golden_run):
     """The body of a tile testbench's ``power_run`` (the ``trainfab power`` contract,
-    :mod:`flows.power`): the operand groups ``a`` (cols, groups, lanes) and ``b`` (rows, groups,
+    :mod:`flows.eda.power`): the operand groups ``a`` (cols, groups, lanes) and ``b`` (rows, groups,
     lanes) streamed back to back as reductions of ``dot_groups`` groups (``clear`` on each one's
     first group), no back-pressure; the last reduction's read-outs are checked against
     ``golden_run(A, B, cfg).out``.  The measured window covers exactly the stream."""
-    from flows.power_tb import PowerWindow, operands as power_operands
+    from tb.common.power import PowerWindow, operands as power_operands
 
     ops = power_operands()
     A, B, dot = ops["a"], ops["b"], ops["dot_groups"]

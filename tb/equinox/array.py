@@ -1,5 +1,5 @@
 """Testbench of Equinox's systolic array (``equinox.array``) against the golden cycle model
-(:class:`golden.equinox.ArraySim`) and :func:`golden.hbfp.hbfp_matmul`.
+(:class:`golden.equinox.ArraySim`) and :func:`golden.equinox.hbfp.hbfp_matmul`.
 
 Every test plans its cycles on the golden model (:func:`golden.equinox.array_gemm` for GEMMs:
 just-in-time weight wavefronts, vectors, random bubbles and ``en`` stalls carrying random data
@@ -22,7 +22,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from golden.equinox import ArrayConfig, ArrayIn, ArraySim, array_matmul, dot_operands
-from golden.hbfp import acc_to_bf16, bf16_add, hbfp_matmul, quantize_activations
+from golden.equinox.hbfp import acc_to_bf16, bf16_add, hbfp_matmul, quantize_activations
 from hdl.equinox.array import act_layout, wt_layout
 
 from ..common import config_from_env, rng, start, test_size, uint
@@ -220,7 +220,7 @@ async def tv9_tv10_normalizer(dut):
     the largest reachable ones of the same kind: ``2**k - 1`` (rounds up to ``2**k``: a carry
     into the exponent) and ``-2**k`` (exact), whose bf16 bits follow from ``k`` alone.  The
     constants are hbfp8's; other mantissa widths are checked against
-    :func:`golden.hbfp.acc_to_bf16`."""
+    :func:`golden.equinox.hbfp.acc_to_bf16`."""
     cfg = config_from_env(ArrayConfig)
     await start(dut)
     cases = [  # (acc, esum, bf16): TV9, then TV10

@@ -1,5 +1,5 @@
 """Testbench of Equinox's BFP quantizer (``equinox.quantizer``) against
-``golden.equinox.quantize_stream`` (``golden.hbfp.bfp_quantize``) and ``golden.common.lfsr``.
+``golden.equinox.quantize_stream`` (``golden.equinox.hbfp.bfp_quantize``) and ``golden.common.lfsr``.
 
 Blocks stream through the valid/ready ports under random gaps and back-pressure; every output
 block (shared exponent and mantissas) is compared with the golden model, which also draws the
@@ -13,7 +13,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.common.lfsr import LaneRNG
 from golden.equinox import QuantizerConfig, quantize_stream
-from golden.hbfp import f32_to_bf16
+from golden.equinox.hbfp import f32_to_bf16
 from hdl.equinox.quantizer import input_layout, output_layout
 
 from ..common import config_from_env, reset, rng, start, test_size, uint

@@ -1,7 +1,7 @@
 """Testbench of FAST's fMAC array (``fast.array``) against the golden cycle model
-(:class:`golden.fast_array.ArraySim`) and ``golden.fast.bfp_gemm``.
+(:class:`golden.fast.array.ArraySim`) and ``golden.fast.numerics.bfp_gemm``.
 
-Each GEMM is planned on the golden model (:func:`golden.fast_array.array_gemm`: stationary
+Each GEMM is planned on the golden model (:func:`golden.fast.array.array_gemm`: stationary
 loads, input vectors with random bubbles, tiles, the external accumulator); the same inputs are
 then driven into the array cycle by cycle, and ``i.ready``, ``out_valid``, ``error`` and — when
 valid — the output vector must equal the model's in every cycle.  The model's result must equal
@@ -15,7 +15,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.fast import (
+from golden.fast.numerics import (
     FMAC_WIDTHS,
     G,
     Quantized,
@@ -24,7 +24,7 @@ from golden.fast import (
     quantize_operands,
     rounds,
 )
-from golden.fast_array import DATAFLOW_CODES, ArrayConfig, ArrayIn, ArraySim, array_gemm
+from golden.fast.array import DATAFLOW_CODES, FMACArrayConfig, ArrayIn, ArraySim, array_gemm
 from hdl.fast.array import input_layout, load_layout
 
 from ..common import config_from_env, idle, reset, rng, start, test_size, uint
@@ -140,7 +140,7 @@ async def t20_every_dataflow_and_width(dut):
     """T20: a GEMM in FWD, BWD-DATA and WGRAD at every (mx, my) in {2, 4}² (that ``m_max``
     allows), with a partial K-tile, more output columns than one tile holds and random
     bubbles."""
-    cfg = config_from_env(ArrayConfig)
+    cfg = config_from_env(FMACArrayConfig)
     await start(dut)
     gen = np.random.default_rng(rng("t20").getrandbits(64))
     for df in DATAFLOW_CODES:
@@ -158,7 +158,7 @@ async def t20_every_dataflow_and_width(dut):
 async def steady_state_throughput(dut):
     """With no bubbles, the array takes one input vector every ``rounds(mx, my)`` cycles: one
     group pair per cell per beat."""
-    cfg = config_from_env(ArrayConfig)
+    cfg = config_from_env(FMACArrayConfig)
     await start(dut)
     gen = np.random.default_rng(rng("throughput").getrandbits(64))
     for df in DATAFLOW_CODES:
@@ -176,7 +176,7 @@ async def random_gemms(dut):
     """Random GEMMs back to back with no reset between them (the unit's test size counts them):
     random widths (every fMAC width up to ``m_max``), shapes and bubble rates; the dataflows go FWD, WGRAD, BWD-DATA, WGRAD, then
     at random, so WGRAD starts from the partial sums the other dataflows leave behind."""
-    cfg = config_from_env(ArrayConfig)
+    cfg = config_from_env(FMACArrayConfig)
     await start(dut)
     gen = np.random.default_rng(rng("random_gemms").getrandbits(64))
     sim = ArraySim(cfg)
@@ -194,7 +194,7 @@ async def random_gemms(dut):
 async def illegal_inputs_set_error(dut):
     """The sticky error, cycle by cycle with the model: dataflow code 3, a width above
     ``m_max``, a load outside the array (when the address ports can express one)."""
-    cfg = config_from_env(ArrayConfig)
+    cfg = config_from_env(FMACArrayConfig)
     ok = ArrayIn(mx=2, my=2)
     cases = [("dataflow 3", ArrayIn(dataflow=3, mx=2, my=2))]
     if cfg.m_max < 8:

@@ -1,5 +1,5 @@
 """Testbench of FAST's FP32 → BFP converter (``fast.converter``) against
-``golden.fast.convert_groups`` and ``golden.fast.LaneRNG``.
+``golden.fast.numerics.convert_groups`` and ``golden.fast.numerics.LaneRNG``.
 
 Groups stream through the valid/ready ports under random gaps and back-pressure; every output
 group (shared exponent, signs, magnitudes, chunk exponents, improvement sums) is compared with
@@ -11,7 +11,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.fast import ConverterConfig, LaneRNG, convert_groups
+from golden.fast.numerics import ConverterConfig, LaneRNG, convert_groups
 from hdl.fast import input_layout, output_layout
 
 from ..common import config_from_env, reset, rng, start, test_size, uint

@@ -1,4 +1,4 @@
-"""Testbench of FAST's fMAC (``fast.fmac``) against ``golden.fast.fmac_run``.
+"""Testbench of FAST's fMAC (``fast.fmac``) against ``golden.fast.numerics.fmac_run``.
 
 Group pairs stream in as fast as the fMAC takes them; the next pair must be accepted exactly in
 the cycle the golden model says the current one ends (``rounds(mx, my)`` cycles, T16), and the
@@ -12,7 +12,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from golden.fast import FMAC_WIDTHS, FMACConfig, fmac_run, rounds
+from golden.fast.numerics import FMAC_WIDTHS, FMACConfig, fmac_run, rounds
 from hdl.fast import pair_layout
 
 from ..common import config_from_env, rng, start, test_size, uint

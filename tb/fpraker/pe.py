@@ -21,7 +21,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from flows.power_tb import PowerWindow, operands, power_test
+from tb.common.power import PowerWindow, operands, power_test
 from golden.common import BF16
 from golden.fpraker.pe import Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands
 from hdl.common.formats import group_layout

@@ -13,7 +13,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from flows.power_tb import power_test
+from tb.common.power import power_test
 from golden.common import float_to_bf16
 from golden.fpraker.tile import TileConfig, tile_run
 

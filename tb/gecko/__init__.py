@@ -1,1 +1,1 @@
-"""Gecko testbenches: compressor, decompressor and loopback against ``golden.gecko``."""
+"""Gecko testbenches: compressor, decompressor and loopback against ``golden.gecko.codec``."""

@@ -1,4 +1,4 @@
-"""Testbench of the Gecko compressor (``gecko.compressor``) against ``golden.gecko.compress``.
+"""Testbench of the Gecko compressor (``gecko.compressor``) against ``golden.gecko.codec.compress``.
 
 Every output word row and metadata word is compared with the golden stream of the tensor it
 belongs to; tensors follow each other back to back (the control inputs travel with each row).
@@ -12,7 +12,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.gecko import GeckoConfig, compress
+from golden.gecko.codec import GeckoConfig, compress
 
 from ..common import config_from_env, reset, test_size, uint
 from ..common.streams import Sink, Source, quiet, run

@@ -1,7 +1,7 @@
-"""Testbench of the Gecko decompressor (``gecko.decompressor``) against ``golden.gecko``.
+"""Testbench of the Gecko decompressor (``gecko.decompressor``) against ``golden.gecko.codec``.
 
-The compressed streams come from ``golden.gecko.compress``; every output row must equal
-``golden.gecko.decompress`` of that stream (rows padded with the +0.0 the tail padding decodes
+The compressed streams come from ``golden.gecko.codec.compress``; every output row must equal
+``golden.gecko.codec.decompress`` of that stream (rows padded with the +0.0 the tail padding decodes
 to).  Covers the spec vector (§8.13), random tensors over every man_width/sign_en pair in Gecko
 and fixed-width mode with input gaps and output back-pressure, throughput (one row per cycle,
 at most one input word row per output row, §8.18) and the sticky ``err_cfg``.
@@ -10,7 +10,7 @@ at most one input word row per output row, §8.18) and the sticky ``err_cfg``.
 import cocotb
 from cocotb.triggers import FallingEdge
 
-from golden.gecko import GeckoConfig, compress, decompress
+from golden.gecko.codec import GeckoConfig, compress, decompress
 
 from ..common import reset, test_size, uint
 from ..common.streams import Sink, Source, quiet, run

@@ -4,7 +4,7 @@
 import numpy as np
 
 from golden.common import float_to_fp32
-from golden.gecko import GeckoConfig, GeckoStream, compress, exp_code
+from golden.gecko.codec import GeckoConfig, GeckoStream, compress, exp_code
 from hdl.gecko import CMD_LAYOUT, META_LAYOUT, row_layout
 
 from ..common import config_from_env, rng, start, uint
@@ -82,7 +82,7 @@ def stream_payloads(s: GeckoStream) -> tuple[list[int], list[int]]:
 
 
 def completion_rows(bits: np.ndarray, cfg: GeckoConfig) -> list[int]:
-    """For each word row of ``golden.gecko.compress(bits, cfg)``, the input row that completes
+    """For each word row of ``golden.gecko.codec.compress(bits, cfg)``, the input row that completes
     it: the first row whose golden prefix stream holds that many whole lane words (its
     ``field_bits`` reach the word's end); the final, flushed word belongs to the last row."""
     n_words = compress(bits, cfg).data.shape[0]

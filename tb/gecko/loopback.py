@@ -1,6 +1,6 @@
 """Testbench of the compressor → decompressor chain (``gecko.loopback``, spec §8.17).
 
-Tensors go in as rows; what comes out must be ``golden.schrodinger.truncate_mantissa(x,
+Tensors go in as rows; what comes out must be ``golden.gecko.schrodinger.truncate_mantissa(x,
 man_width)`` bit for bit (the identity at the full mantissa with the sign stored), under random
 input gaps and output back-pressure.  The random test covers every (man_width, sign_en) pair in
 Gecko and fixed-width mode, the two modes interleaved back to back.
@@ -9,8 +9,8 @@ Gecko and fixed-width mode, the two modes interleaved back to back.
 import cocotb
 import numpy as np
 
-from golden.gecko import GeckoConfig
-from golden.schrodinger import truncate_mantissa
+from golden.gecko.codec import GeckoConfig
+from golden.gecko.schrodinger import truncate_mantissa
 
 from ..common import config_from_env, test_size
 from ..common.streams import Sink, Source, quiet, run

@@ -1,0 +1,2 @@
+"""Tool flows: Verilog generation, cocotb simulation, yosys/ABC synthesis with OpenSTA timing,
+and gate-level power."""

@@ -1,0 +1,718 @@
+"""``trainfab speedup``: FPRaker's speedup over the iso-area bit-parallel baseline on real GEMMs.
+
+Usage::
+
+    trainfab speedup FILE... [--orientation given|swapped|both] [--max-rows N] [--quick]
+    trainfab speedup --model minilm|minilm-l3 [--layers L] [--max-rows N] [--quick]
+    common: [--area-ratio X] [--set FIELD=VALUE ...] [--output/-o DIR]
+
+What is studied
+---------------
+Every GEMM ``out[r][c] = Σ_k B_r[k]·A_c[k]`` (spec ``seed-fpraker.md`` §5.1, §6) is run on the
+golden cycle model :func:`golden.fpraker.tile.tile_gemm`: the **serial** operand ``S`` (M, K),
+term-encoded, one row per tile column; the **parallel** operand ``P`` (N, K), bit-parallel, one
+row per tile row; the reduction index k walked in groups of 8 (the lanes), zero-padded to whole
+groups.  Operands are bfloat16 (float32 data is rounded to bf16 with round-to-nearest-even).
+The tile time is that of ONE tile doing every tile-run of the GEMM one after another.
+
+Sources of GEMMs
+~~~~~~~~~~~~~~~~
+* ``FILE...`` — ``.npz`` / ``.safetensors`` (or ``.npy``) tensor files, read with the bounded
+  readers of :mod:`flows.studies.tensors`.  **Naming rule**: a GEMM ``G`` is a pair of 2-D tensors in
+  the same file, either ``G.serial`` (M, K) + ``G.parallel`` (N, K), or ``G.act`` (M, K) +
+  ``G.weight`` (N, K) — the forward pass A×W, activations serial (§5.1: activations per tile
+  column, weights per tile row).  Both operands hold the reduction index k on their last axis
+  (an ``nn.Linear`` weight ``(out, in)`` and activations ``(tokens, in)`` as they are).  Every
+  tensor must belong to a pair; a tensor without its partner, a name outside the rule, a tensor
+  that is not 2-D or empty, different K, NaN/Inf values or an unreadable file stop the run with
+  one line (exit status 2).  ``--orientation`` (default ``given``) also or instead runs the swap
+  (serial ↔ parallel).  Fortran-order ``.npy`` members are read in storage order: save C-order
+  arrays.
+* ``--model NAME`` — fetches a real transformer (:mod:`flows.studies.models`: ``minilm`` =
+  all-MiniLM-L6-v2, ``minilm-l3`` = paraphrase-MiniLM-L3-v2) with pip into ``build/models``,
+  runs its own float32 forward pass in NumPy on eight fixed English sentences
+  (:data:`flows.studies.models.SENTENCES`) and studies every linear layer (Q, K, V, attention output,
+  FFN intermediate, FFN output of each encoder layer) as it is computed, first with serial =
+  activations, parallel = weights (§5.1), then the reverse (``--orientation``, default
+  ``both``; ``given`` = activations serial).  Attention's score and context products (Q·Kᵀ,
+  P·V) are not linear layers and are not studied.
+
+Sampling and size
+~~~~~~~~~~~~~~~~~
+``--max-rows N`` keeps at most N rows of the *activation* operand for ``--model`` (tokens,
+evenly spaced over the batch: rows ``i·M//N``; weights stay whole; default 64 of the 154
+tokens, :data:`MODEL_ROWS`; ``--max-rows 1000`` keeps all) and of *each* operand for tensor
+files (default: all); the report gives the studied shapes and MACs.  ``--layers L`` runs the first L
+encoder layers only.  ``--quick`` is a small run: ``--model`` → first encoder layer, 16 tokens,
+the first 64 output features of each weight; files → 16 rows per operand.  Only one GEMM's
+operands are in memory at a time (the forward pass hands each layer over as it computes it).
+
+Per-GEMM numbers
+~~~~~~~~~~~~~~~~
+* FPRaker cycles: ``tile_gemm(...).cycles``.  Baseline cycles: the bit-parallel tile takes one
+  cycle per group, ``tile_runs × groups``.
+* Iso-area speedup, paper ratio: 36 FPRaker tiles in the area of 8 baseline tiles (§10.1:
+  36 × 317,068 µm² ≈ 8 × 1,421,579 µm²), ``(baseline_cycles / 8) / (fpraker_cycles / 36)``;
+  the work is assumed to spread evenly over the tiles.
+* Iso-area speedup, our ratio: ``R · baseline_cycles / fpraker_cycles`` with ``R`` = area of
+  ``baseline.bf16_tile`` / area of ``fpraker.tile`` (``area_um2`` of
+  ``build/area/<unit>/area.json``, as ``trainfab area`` writes them), or ``--area-ratio R``
+  (which wins); "not measured" when neither exists.  The report says which was used.
+* Eq. 4 ideal (spec §10.4, A17 reading "#terms if all 8 positions processed / #non-zero
+  terms"): ``8 · (#serial values) / Σ CSD terms of the serial values`` (terms from
+  :func:`golden.fpraker.encoder.term_counts` with the tile's encoding; zero/denormal values have
+  no terms; padding is not counted).  In a GEMM every serial value is used N times, so this is
+  also the MAC-weighted figure.  It is the ideal from skipping zero terms only: no
+  out-of-bounds skipping, no stalls, and not iso-area.
+* Lane-cycle breakdown (Fig. 15 analogue): ``useful / lane_cycles`` and ``stalls[cause] /
+  lane_cycles`` per cause.
+
+Model-level summary, per orientation: the total-time speedup ``(Σ baseline / 8) /
+(Σ fpraker / 36)`` (the MAC-weighted harmonic mean of the layer speedups, since baseline time is
+proportional to padded MACs), beside the paper's 1.5× average; the ideal over all layers
+``8 Σ(values·N) / Σ(terms·N)``; the lane-cycle breakdown over all layers.
+
+Outputs (``--output``, default ``build/speedup``), through :func:`flows.runs.staged`:
+``speedup.md``, ``speedup.json``, ``speedup.csv``, ``speedup.png``.
+"""
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import FlowError, build_dir
+
+HELP = ("FPRaker tile cycles vs the iso-area bit-parallel baseline on real GEMMs: tensor-file "
+        "pairs (G.serial/G.parallel or G.act/G.weight) or a fetched transformer (--model)")
+
+#: the paper's iso-area tile counts (§10.1): 36 FPRaker tiles vs 8 baseline tiles
+PAPER_TILES = (36, 8)
+#: the paper's average iso-area speedup (§10.2) and its largest stall cause (Fig. 15)
+PAPER_SPEEDUP = 1.5
+PAPER_NO_TERM = 0.328
+#: term positions of a bit-parallel (or non-skipping) significand, spec A17
+POSITIONS = 8
+#: area units whose ``area.json`` gives our tile-area ratio
+AREA_UNITS = ("baseline.bf16_tile", "fpraker.tile")
+#: naming rule: suffix -> (pair kind, role)
+SUFFIXES = {".serial": ("serial/parallel", "serial"), ".parallel": ("serial/parallel", "parallel"),
+            ".act": ("act/weight", "serial"), ".weight": ("act/weight", "parallel")}
+QUICK_ROWS = 16
+#: --model's default --max-rows: token rows per layer (the 8 sentences have 154 tokens; all of
+#: them take the 2-core machine about 40 minutes, 64 about 17)
+MODEL_ROWS = 64
+QUICK_WEIGHT_ROWS = 64
+OUTPUTS = ("speedup.md", "speedup.json", "speedup.csv", "speedup.png")
+STALL_ORDER = ("no_term", "shift_range", "exponent_block", "inter_column", "lock_step")
+
+
+def add_arguments(p) -> None:
+    p.description = (__doc__.split("\n\n")[0].replace("``", "") + " Naming rule for FILEs: "
+                     "GEMM G = tensors G.serial + G.parallel, or G.act (serial) + G.weight, "
+                     "2-D with K last. Definitions: python -m pydoc flows.studies.speedup")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="tensor files (.npz/.safetensors/.npy); GEMM G = the 2-D pair G.serial "
+                        "(M,K) + G.parallel (N,K), or G.act (M,K, serial) + G.weight (N,K); "
+                        "every tensor must be paired")
+    p.add_argument("--model", metavar="NAME",
+                   help="fetch a transformer with pip and study its linear layers: minilm "
+                        "(all-MiniLM-L6-v2) or minilm-l3 (paraphrase-MiniLM-L3-v2)")
+    p.add_argument("--orientation", choices=("given", "swapped", "both"),
+                   help="given = serial as named (model: activations serial), swapped = the "
+                        "reverse, both (default for --model; files default given)")
+    p.add_argument("--max-rows", type=int, metavar="N",
+                   help="keep at most N evenly spaced rows: of the activations (tokens) for "
+                        f"--model (default {MODEL_ROWS} of 154), of each operand for files "
+                        "(default all)")
+    p.add_argument("--layers", type=int, metavar="L", help="--model: first L encoder layers only")
+    p.add_argument("--quick", action="store_true",
+                   help="small run: model = 1 layer, 16 tokens, 64 weight rows; files = 16 rows")
+    p.add_argument("--area-ratio", type=float, metavar="R",
+                   help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup "
+                        "(default: from build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
+    p.add_argument("--set", "-s", dest="sets", action="append", default=[],
+                   metavar="FIELD=VALUE", help="override a golden.fpraker.tile.TileConfig field")
+    p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/speedup)")
+
+
+# --- the cycle model
+
+
+def _tile_model():
+    """``(TileConfig, tile_gemm)`` of the golden tile model (tests substitute a stand-in)."""
+    from golden.fpraker.tile import TileConfig, tile_gemm
+
+    return TileConfig, tile_gemm
+
+
+def tile_config(sets=()):
+    """The tile configuration: ``fpraker.tile``'s paper preset plus ``--set`` overrides, read as
+    ``trainfab area``/``regress`` read them (one-line errors)."""
+    from .. import registry
+    from ..config import load_config
+
+    return load_config(registry.get("fpraker.tile"), None, sets)
+
+
+def _encoding(cfg) -> str:
+    for attr in ("encoding",):
+        if hasattr(cfg, attr):
+            return getattr(cfg, attr)
+    pe = getattr(cfg, "pe", None)
+    return getattr(pe, "encoding", "csd")
+
+
+# --- operands
+
+
+def to_bf16(x: np.ndarray, where: str) -> np.ndarray:
+    """float32 values or FP32 (uint32) / bf16 (uint16) bit patterns → bf16 bits; refuses
+    NaN/Inf."""
+    from golden.common import float_to_bf16, fp32_to_bf16_rne
+
+    x = np.asarray(x)
+    if x.dtype == np.uint16:
+        b = x
+    elif x.dtype == np.uint32:
+        b = fp32_to_bf16_rne(x)
+    else:
+        b = float_to_bf16(x.astype(np.float32))
+    b = np.asarray(b, dtype=np.uint16)
+    if b.size and (((b >> 7) & 0xFF) == 0xFF).any():
+        raise FlowError(f"{where}: holds NaN or Inf values (after rounding to bfloat16); the "
+                        "tile model takes finite values only")
+    return b
+
+
+def serial_terms(S: np.ndarray, encoding: str = "csd") -> int:
+    """Σ of the term counts of the bf16 values ``S`` (zero/denormal: no terms)."""
+    from golden.fpraker.encoder import term_counts
+
+    S = np.asarray(S, dtype=np.int64)
+    exp, man = (S >> 7) & 0xFF, S & 0x7F
+    sig = np.where(exp == 0, 0, 128 + man)
+    return int(term_counts(sig, encoding).sum())
+
+
+def ideal_eq4(S: np.ndarray, encoding: str = "csd") -> float:
+    """Spec A17: ``8 · #values / #non-zero terms`` of the serial operand (``inf`` if it has no
+    term at all)."""
+    terms = serial_terms(S, encoding)
+    n = int(np.asarray(S).size)
+    return POSITIONS * n / terms if terms else math.inf
+
+
+def sample_rows(M: int, limit: int | None) -> np.ndarray:
+    """Row indices kept by ``--max-rows``: all, or ``i·M//limit`` for i < limit."""
+    if limit is None or limit >= M:
+        return np.arange(M)
+    return np.arange(limit, dtype=np.int64) * M // limit
+
+
+def _read_rows(t, rows: np.ndarray, where: str) -> np.ndarray:
+    """The bf16 bits of rows ``rows`` of a 2-D tensor, read chunk by chunk."""
+    from .tensors import CHUNK_ROWS
+
+    M, K = t.shape
+    want = np.zeros(M, bool)
+    want[rows] = True
+    per = max(1, CHUNK_ROWS * 8 // max(K, 1))  # whole rows per chunk
+    out, r0 = [], 0
+    for chunk in t.chunks(per * K):
+        n = chunk.size // K
+        block = chunk.reshape(n, K)
+        sel = want[r0:r0 + n]
+        if sel.any():
+            out.append(to_bf16(block[sel], where))
+        r0 += n
+    return np.concatenate(out) if out else np.zeros((0, K), np.uint16)
+
+
+def file_pairs(paths) -> list[dict]:
+    """The GEMMs of the tensor files: ``[{name, serial: Tensor, parallel: Tensor, rule,
+    file}]`` in file order; one-line :class:`FlowError` for any tensor outside the rule."""
+    from .tensors import read_tensors
+
+    gemms = []
+    many = len(paths) > 1
+    for path in paths:
+        tensors = read_tensors(path)
+        found = {}
+        for t in tensors:
+            stem, dot, suffix = t.name.rpartition(".")
+            if not dot or f".{suffix}" not in SUFFIXES or not stem:
+                raise FlowError(f"{path}: tensor {t.name!r} does not follow the naming rule: "
+                                "G.serial + G.parallel or G.act + G.weight")
+            rule, role = SUFFIXES[f".{suffix}"]
+            slot = found.setdefault((stem, rule), {})
+            slot[role] = t
+        for (stem, rule), slot in found.items():
+            if len(slot) != 2:
+                have, = slot.values()
+                role, = slot
+                other = {"serial/parallel": ("parallel", "serial"),
+                         "act/weight": ("weight", "act")}[rule][role == "parallel"]
+                raise FlowError(f"{path}: tensor {have.name!r} has no partner {stem}.{other} "
+                                f"(pairs are G.serial + G.parallel or G.act + G.weight)")
+            for t in slot.values():
+                if len(t.shape) != 2:
+                    raise FlowError(f"{path}: tensor {t.name!r} has shape {tuple(t.shape)}; a "
+                                    "GEMM operand must be 2-D (rows, K)")
+                if 0 in t.shape:
+                    raise FlowError(f"{path}: tensor {t.name!r} is empty (shape "
+                                    f"{tuple(t.shape)})")
+            s, q = slot["serial"], slot["parallel"]
+            if s.shape[1] != q.shape[1]:
+                raise FlowError(f"{path}: GEMM {stem}: cannot multiply {s.name} {tuple(s.shape)} "
+                                f"by {q.name} {tuple(q.shape)}: both need the reduction index "
+                                f"on their last axis, and {s.shape[1]} != {q.shape[1]}")
+            name = f"{Path(path).stem}:{stem}" if many else stem
+            gemms.append({"name": name, "serial": s, "parallel": q, "rule": rule,
+                          "file": str(path)})
+    names = [g["name"] for g in gemms]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise FlowError(f"GEMM {dup!r} appears twice (as G.serial/G.parallel and G.act/G.weight)")
+    return gemms
+
+
+# --- one GEMM
+
+
+def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
+               area_ratio: float | None = None, progress=None) -> dict:
+    """Run one GEMM on the tile model and derive its numbers (see the module docstring)."""
+    _, tile_gemm = _tile_model()
+    M, K = S.shape
+    N = P.shape[0]
+    t0 = time.monotonic()
+    r = tile_gemm(S, P, cfg, progress=progress)
+    seconds = time.monotonic() - t0
+    fpr = int(r.cycles)
+    base = int(r.tile_runs) * int(r.groups)
+    if int(r.macs) != M * N * K:
+        raise FlowError(f"internal: tile_gemm reports {r.macs} MACs for {M}x{K} by {N}x{K}")
+    terms = serial_terms(S, _encoding(cfg))
+    a, b = PAPER_TILES
+    lane = int(r.lane_cycles)
+    stalls = {k: int(v) for k, v in r.stalls.items()}
+    rec = {
+        "name": name, "orientation": orientation, "M": M, "N": N, "K": K,
+        "macs": M * N * K, "tile_runs": int(r.tile_runs), "groups": int(r.groups),
+        "fpraker_cycles": fpr, "baseline_cycles": base,
+        "speedup_same_tiles": base / fpr if fpr else math.inf,
+        "speedup_paper": (base / b) / (fpr / a) if fpr else math.inf,
+        "speedup_ours": (area_ratio * base / fpr if fpr else math.inf) if area_ratio else None,
+        "serial_values": M * K, "serial_terms": terms,
+        "serial_zero_fraction": float((((S >> 7) & 0xFF) == 0).mean()),
+        "ideal_eq4": POSITIONS * M * K / terms if terms else math.inf,
+        "lane_cycles": lane, "useful": int(r.useful), "stalls": stalls,
+        "useful_fraction": int(r.useful) / lane if lane else 0.0,
+        "stall_fractions": {k: v / lane if lane else 0.0 for k, v in stalls.items()},
+        "seconds": seconds,
+    }
+    return rec
+
+
+def summarize(records: list[dict], area_ratio: float | None) -> dict:
+    """Per orientation: totals, total-time speedups, ideal, lane-cycle breakdown."""
+    out = {}
+    a, b = PAPER_TILES
+    for o in dict.fromkeys(r["orientation"] for r in records):
+        rs = [r for r in records if r["orientation"] == o]
+        fpr = sum(r["fpraker_cycles"] for r in rs)
+        base = sum(r["baseline_cycles"] for r in rs)
+        macs = sum(r["macs"] for r in rs)
+        lane = sum(r["lane_cycles"] for r in rs)
+        terms_used = sum(r["serial_terms"] * r["N"] for r in rs)
+        causes = sorted({k for r in rs for k in r["stalls"]},
+                        key=lambda k: (STALL_ORDER.index(k) if k in STALL_ORDER else 99, k))
+        out[o] = {
+            "gemms": len(rs), "macs": macs, "fpraker_cycles": fpr, "baseline_cycles": base,
+            "speedup_same_tiles": base / fpr if fpr else math.inf,
+            "speedup_paper": (base / b) / (fpr / a) if fpr else math.inf,
+            "speedup_ours": (area_ratio * base / fpr if fpr else math.inf) if area_ratio else None,
+            "speedup_paper_mac_mean": sum(r["speedup_paper"] * r["macs"] for r in rs) / macs,
+            "ideal_eq4": POSITIONS * macs / terms_used if terms_used else math.inf,
+            "useful_fraction": sum(r["useful"] for r in rs) / lane if lane else 0.0,
+            "stall_fractions": {k: sum(r["stalls"].get(k, 0) for r in rs) / lane if lane else 0.0
+                                for k in causes},
+        }
+    return out
+
+
+# --- area ratio
+
+
+def area_ratio(override: float | None) -> tuple[float | None, str]:
+    """``(R, how)``: ``--area-ratio``, else the measured ``area.json`` pair, else ``None``."""
+    if override is not None:
+        if not (math.isfinite(override) and override > 0):
+            raise FlowError(f"--area-ratio {override}: must be a positive number")
+        return override, f"--area-ratio {override:g} (given on the command line)"
+    areas, configs = {}, {}
+    for unit in AREA_UNITS:
+        path = build_dir() / "area" / unit / "area.json"
+        if not path.is_file():
+            return None, ("not measured (no " + " / ".join(
+                str(build_dir() / "area" / u / "area.json") for u in AREA_UNITS)
+                + "; run `trainfab area` for both units, or give --area-ratio)")
+        try:
+            data = json.loads(path.read_text())
+            areas[unit] = float(data["area_um2"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise FlowError(f"{path}: no readable area_um2 ({e})") from None
+        configs[unit] = data.get("config")
+        if not areas[unit] > 0:
+            raise FlowError(f"{path}: area_um2 {areas[unit]} is not positive")
+    shape = lambda c: tuple((c or {}).get(k) for k in ("rows", "cols", "lanes"))
+    if shape(configs[AREA_UNITS[0]]) != shape(configs[AREA_UNITS[1]]):
+        return None, (f"not measured (the area reports are of different tile sizes: "
+                      f"{AREA_UNITS[0]} {shape(configs[AREA_UNITS[0]])}, {AREA_UNITS[1]} "
+                      f"{shape(configs[AREA_UNITS[1]])} (rows, cols, lanes); run `trainfab "
+                      "area` for both at one size, or give --area-ratio)")
+    R = areas[AREA_UNITS[0]] / areas[AREA_UNITS[1]]
+    how = (f"measured: {AREA_UNITS[0]} {areas[AREA_UNITS[0]]:,.0f} µm² / {AREA_UNITS[1]} "
+           f"{areas[AREA_UNITS[1]]:,.0f} µm² = {R:.3f} (build/area/*/area.json)")
+    return R, how
+
+
+# --- reports
+
+
+def _f(v, fmt="{:.2f}") -> str:
+    if v is None:
+        return "not measured"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return fmt.format(v)
+
+
+def markdown(res: dict) -> str:
+    src = res["source"]
+    lines = ["# FPRaker speedup over the iso-area bit-parallel baseline", ""]
+    if src["kind"] == "model":
+        lines += [f"Model: **{src['title']}** (`{src['package']}=={src['version']}` from PyPI, "
+                  f"{src['licence']}); float32 NumPy forward pass on {src['sentences']} fixed "
+                  f"English sentences ({src['tokens']} tokens; studied token rows per layer: "
+                  f"{src['token_rows']}), encoder layers studied: {src['layers']}."]
+    else:
+        lines += ["Tensor files: " + ", ".join(f"`{f}`" for f in src["files"]) + "."]
+    lines += [
+        "",
+        f"Cycle model: `golden.fpraker.tile.tile_gemm`, configuration {res['tile_config']}. "
+        "Operands rounded to bfloat16 (RNE). Baseline: the bit-parallel 8×8×8 tile, one cycle "
+        "per group (`tile_runs × groups`). One tile does all tile-runs of a GEMM in turn.",
+        "",
+        "* **iso-area 36:8** = (baseline cycles / 8) / (FPRaker cycles / 36), the paper's tile "
+        "counts (§10.1).",
+        f"* **iso-area ours** = R × baseline / FPRaker cycles, R = {res['area_ratio_source']}.",
+        "* **Eq. 4 ideal** = 8 × #serial values / #non-zero CSD terms of the serial values "
+        "(spec A17 reading: all 8 positions vs the non-zero terms); zero-term skipping only, "
+        "not iso-area.",
+        "* Lane-cycle columns: fraction of all PE-lane cycles that processed a term (useful) or "
+        "stalled for each cause (the paper's Fig. 15).",
+        "",
+        "## Summary (all studied GEMMs; total-time speedup = MAC-weighted harmonic mean)",
+        "",
+        "| serial operand | GEMMs | MACs | FPRaker cycles | baseline cycles | iso-area 36:8 | "
+        "iso-area ours | MAC-weighted mean 36:8 | Eq. 4 ideal | paper |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for o, s in res["summary"].items():
+        lines.append(f"| {_label(o, res)} | {s['gemms']} | {s['macs']:,} | "
+                     f"{s['fpraker_cycles']:,} | {s['baseline_cycles']:,} | "
+                     f"{_f(s['speedup_paper'])}x | {_f(s['speedup_ours'])}"
+                     f"{'x' if s['speedup_ours'] is not None else ''} | "
+                     f"{_f(s['speedup_paper_mac_mean'])}x | {_f(s['ideal_eq4'])}x | "
+                     f"{PAPER_SPEEDUP}x (average over its models) |")
+    causes = list(dict.fromkeys(k for s in res["summary"].values() for k in s["stall_fractions"]))
+    lines += ["", "| serial operand | useful | " + " | ".join(causes) + " |",
+              "|---|---|" + "---|" * len(causes)]
+    for o, s in res["summary"].items():
+        lines.append(f"| {_label(o, res)} | {s['useful_fraction']:.1%} | "
+                     + " | ".join(f"{s['stall_fractions'].get(c, 0):.1%}" for c in causes) + " |")
+    lines += ["", f"Paper (Fig. 15): cross-lane term imbalance (\"no term\") is the largest stall "
+              f"source, {PAPER_NO_TERM:.1%} of lane cycles on average (up to 55 % for NCF); "
+              "shift-range stalls are few, exponent-block and inter-PE stalls rare.", ""]
+    for o in res["summary"]:
+        rs = [r for r in res["records"] if r["orientation"] == o]
+        causes = list(dict.fromkeys(k for r in rs for k in r["stalls"]))
+        lines += [f"## Per GEMM, serial = {_label(o, res)}", "",
+                  "| GEMM | M×K (serial) | N×K (parallel) | FPRaker cycles | baseline cycles | "
+                  "iso-area 36:8 | iso-area ours | Eq. 4 ideal | serial zeros | useful | "
+                  + " | ".join(causes) + " |",
+                  "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(causes)]
+        for r in rs:
+            ours = _f(r["speedup_ours"]) + ("x" if r["speedup_ours"] is not None else "")
+            lines.append(
+                f"| {r['name']} | {r['M']}×{r['K']} | {r['N']}×{r['K']} | "
+                f"{r['fpraker_cycles']:,} | {r['baseline_cycles']:,} | "
+                f"{_f(r['speedup_paper'])}x | {ours} | {_f(r['ideal_eq4'])}x | "
+                f"{r['serial_zero_fraction']:.1%} | {r['useful_fraction']:.1%} | "
+                + " | ".join(f"{r['stall_fractions'].get(c, 0):.1%}" for c in causes) + " |")
+        lines.append("")
+    lines.append(f"Run time {res['seconds']:.0f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def _label(o: str, res: dict) -> str:
+    if res["source"]["kind"] == "model":
+        return {"given": "activations", "swapped": "weights"}[o]
+    return {"given": "as named", "swapped": "swapped"}[o]
+
+
+CSV_FIELDS = ("name", "orientation", "M", "N", "K", "macs", "tile_runs", "groups",
+              "fpraker_cycles", "baseline_cycles", "speedup_same_tiles", "speedup_paper",
+              "speedup_ours", "serial_values", "serial_terms", "serial_zero_fraction",
+              "ideal_eq4", "lane_cycles", "useful", "useful_fraction")
+
+
+def to_csv(res: dict) -> str:
+    causes = list(dict.fromkeys(k for r in res["records"] for k in r["stalls"]))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*CSV_FIELDS, *(f"stall_{c}" for c in causes),
+                *(f"stall_fraction_{c}" for c in causes)])
+    for r in res["records"]:
+        w.writerow([("" if r[f] is None else r[f]) for f in CSV_FIELDS]
+                   + [r["stalls"].get(c, 0) for c in causes]
+                   + [r["stall_fractions"].get(c, 0.0) for c in causes])
+    return buf.getvalue()
+
+
+def plot(res: dict, path: Path) -> None:
+    """Per-GEMM iso-area speedup (36:8) with the Eq. 4 ideal, and the lane-cycle breakdown."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    orients = list(res["summary"])
+    fig, axes = plt.subplots(2, len(orients), figsize=(max(7, 6 * len(orients)), 8),
+                             squeeze=False)
+    for j, o in enumerate(orients):
+        rs = [r for r in res["records"] if r["orientation"] == o]
+        x = np.arange(len(rs))
+        names = [_short_name(r["name"]) for r in rs]
+        ax = axes[0][j]
+        ax.bar(x, [r["speedup_paper"] for r in rs], color="tab:blue", label="iso-area 36:8")
+        if res["area_ratio"] is not None:
+            ax.plot(x, [r["speedup_ours"] for r in rs], "s", color="tab:green", ms=4,
+                    label=f"iso-area ours (R={res['area_ratio']:.2f})")
+        ideal = [r["ideal_eq4"] if math.isfinite(r["ideal_eq4"]) else np.nan for r in rs]
+        ax.plot(x, ideal, "_", color="tab:red", ms=10, mew=2, label="Eq. 4 ideal")
+        ax.axhline(PAPER_SPEEDUP, color="k", ls="--", lw=1, label="paper average 1.5x")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        s = res["summary"][o]
+        ax.set(title=f"serial = {_label(o, res)}: total {s['speedup_paper']:.2f}x (36:8)",
+               ylabel="speedup over iso-area baseline")
+        ax.set_xticks(x, names, rotation=90, fontsize=6)
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        ax = axes[1][j]
+        causes = list(dict.fromkeys(k for r in rs for k in r["stalls"]))
+        bottom = np.array([r["useful_fraction"] for r in rs])
+        ax.bar(x, bottom, color="tab:green", label="useful")
+        colors = plt.get_cmap("tab10")
+        for i, c in enumerate(causes):
+            v = np.array([r["stall_fractions"].get(c, 0.0) for r in rs])
+            ax.bar(x, v, bottom=bottom, color=colors(i % 10 if i != 2 else 9), label=c)
+            bottom = bottom + v
+        ax.set(ylabel="fraction of lane cycles", ylim=(0, 1.22), yticks=np.linspace(0, 1, 6),
+               title="where lane cycles go (Fig. 15 analogue)")
+        ax.set_xticks(x, names, rotation=90, fontsize=6)
+        ax.legend(fontsize=7, loc="upper center", ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _short_name(name: str) -> str:
+    return (name.replace("encoder.layer.", "L").replace(".attention.self.", ".")
+            .replace(".attention.output.dense", ".att_out").replace(".intermediate.dense", ".ffn1")
+            .replace(".output.dense", ".ffn2"))
+
+
+def write(res: dict, outdir: Path) -> dict:
+    from ..runs import staged
+
+    with staged(outdir, stale=OUTPUTS, last=("speedup.json",)) as work:
+        (work / "speedup.md").write_text(markdown(res))
+        (work / "speedup.csv").write_text(to_csv(res))
+        plot(res, work / "speedup.png")
+        (work / "speedup.json").write_text(json.dumps(res, indent=2, default=_json) + "\n")
+    return {Path(n).suffix[1:]: outdir / n for n in OUTPUTS}
+
+
+def _json(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    return str(v)
+
+
+# --- the run
+
+
+class _Progress:
+    """A line per GEMM on stderr; the tile model's progress as a live line on a terminal, and
+    at most every 15 s otherwise."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.label = ""
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(("\r\x1b[K" if self.tty else "") + text, file=sys.stderr, flush=True)
+
+    def tile(self, *args, **kwargs) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if not self.tty and now - self.last < 15:
+            return
+        self.last = now
+        nums = [a for a in args if isinstance(a, (int, np.integer))]
+        what = (f"{nums[0]}/{nums[1]}" if len(nums) >= 2
+                else " ".join(str(a) for a in args) or "")
+        text = f"speedup: {self.label}: tile model {what} ({now - self.start:.0f} s)"
+        if self.tty:
+            print("\r\x1b[K" + text, end="", file=sys.stderr, flush=True)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+
+def _check_options(args) -> None:
+    if args.model and args.files:
+        raise FlowError("give tensor FILEs or --model, not both")
+    if not args.model and not args.files:
+        raise FlowError("nothing to study: give tensor FILEs or --model NAME")
+    if args.max_rows is not None and args.max_rows < 1:
+        raise FlowError(f"--max-rows {args.max_rows}: must be at least 1")
+    if args.layers is not None:
+        if not args.model:
+            raise FlowError("--layers applies to --model only")
+        if args.layers < 1:
+            raise FlowError(f"--layers {args.layers}: must be at least 1")
+
+
+def run(args, quiet: bool = False) -> dict:
+    """Study the GEMMs ``args`` names; returns the result dict (not yet written)."""
+    _check_options(args)
+    ratio, ratio_how = area_ratio(args.area_ratio)
+    cfg = tile_config(args.sets)
+    prog = _Progress(quiet)
+    orientation = args.orientation or ("both" if args.model else "given")
+    orients = ("given", "swapped") if orientation == "both" else (orientation,)
+    records: list[dict] = []
+    t0 = time.monotonic()
+
+    def one(name, o, S, P, k, total):
+        prog.label = f"[{k}/{total}] {name}"
+        rec = study_gemm(name, o, S, P, cfg, ratio, progress=prog.tile)
+        records.append(rec)
+        prog.say(f"speedup: [{k}/{total}] {name} serial={_label(o, res)} "
+                 f"{rec['M']}x{rec['K']} by {rec['N']}x{rec['K']}: {rec['fpraker_cycles']:,} vs "
+                 f"{rec['baseline_cycles']:,} baseline cycles, iso-area 36:8 "
+                 f"{_f(rec['speedup_paper'])}x, Eq.4 ideal {_f(rec['ideal_eq4'])}x "
+                 f"({rec['seconds']:.1f} s)")
+
+    res: dict = {"tile_config": _cfg_text(cfg), "area_ratio": ratio,
+                 "area_ratio_source": ratio_how, "paper_tiles": list(PAPER_TILES),
+                 "paper_speedup": PAPER_SPEEDUP, "orientations": list(orients),
+                 "source": {"kind": "model" if args.model else "files"}}
+    if args.model:
+        res["source"] = _run_model(args, orients, one, prog)
+    else:
+        limit = QUICK_ROWS if args.quick and args.max_rows is None else args.max_rows
+        gemms = file_pairs(args.files)
+        total, k = len(gemms) * len(orients), 0
+        res["source"] = {"kind": "files", "files": [str(f) for f in args.files],
+                         "max_rows": limit, "rule": [g["rule"] for g in gemms]}
+        for g in gemms:
+            s, q = g["serial"], g["parallel"]
+            S = _read_rows(s, sample_rows(s.shape[0], limit), f"{g['file']}: {s.name}")
+            P = _read_rows(q, sample_rows(q.shape[0], limit), f"{g['file']}: {q.name}")
+            for o in orients:
+                k += 1
+                one(g["name"], o, *((S, P) if o == "given" else (P, S)), k, total)
+            del S, P
+    res["records"] = records
+    res["summary"] = summarize(records, ratio)
+    res["seconds"] = time.monotonic() - t0
+    return res
+
+
+def _cfg_text(cfg) -> str:
+    try:
+        return ", ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg))
+    except TypeError:
+        return repr(cfg)
+
+
+def _run_model(args, orients, one, prog) -> dict:
+    from . import models
+
+    spec = models.get_spec(args.model)
+    model = models.load(args.model, say=prog.say)
+    layers = 1 if args.quick and args.layers is None else args.layers
+    n_layers = model.layers if layers is None else min(layers, model.layers)
+    sentences = models.SENTENCES
+    ids, mask = models.batch(model, sentences)
+    tokens = int(mask.sum())
+    limit = args.max_rows or (QUICK_ROWS if args.quick else MODEL_ROWS)
+    wrows = QUICK_WEIGHT_ROWS if args.quick else None
+    total = 6 * n_layers * len(orients)
+    count = [0]
+
+    def on_linear(name, x, W):
+        X = to_bf16(x[sample_rows(x.shape[0], limit)], f"{name} activations")
+        Wb = to_bf16(W[:wrows] if wrows else W, f"{name}.weight")
+        for o in orients:
+            count[0] += 1
+            one(name, o, *((X, Wb) if o == "given" else (Wb, X)), count[0], total)
+
+    prog.say(f"speedup: {spec.title}: {len(sentences)} sentences, {tokens} tokens, "
+             f"{n_layers} encoder layers, {total} GEMM runs")
+    models.forward(model, ids, mask, on_linear=on_linear, layers=n_layers)
+    return {"kind": "model", "model": spec.name, "title": spec.title, "package": spec.package,
+            "version": spec.version, "licence": spec.licence, "sentences": len(sentences),
+            "tokens": tokens, "token_rows": min(tokens, limit) if limit else tokens,
+            "weight_rows": wrows, "layers": n_layers}
+
+
+def cmd(args) -> int:
+    res = run(args)
+    outdir = Path(args.output) if args.output else build_dir() / "speedup"
+    outdir = outdir.resolve()
+    paths = write(res, outdir)
+    for o, s in res["summary"].items():
+        ours = (f", ours {s['speedup_ours']:.2f}x" if s["speedup_ours"] is not None
+                else ", ours not measured")
+        print(f"serial = {_label(o, res)}: {s['gemms']} GEMMs, {s['macs']:,} MACs: iso-area "
+              f"speedup {_f(s['speedup_paper'])}x (36:8){ours}; Eq. 4 ideal "
+              f"{_f(s['ideal_eq4'])}x; useful lane cycles {s['useful_fraction']:.1%}, "
+              + ", ".join(f"{k} {v:.1%}" for k, v in s["stall_fractions"].items())
+              + f" (paper: {PAPER_SPEEDUP}x average)")
+    print(f"area ratio: {res['area_ratio_source']}")
+    print(f"report: {paths['md']} (also {paths['json'].name}, {paths['csv'].name}, "
+          f"{paths['png'].name}); {res['seconds']:.0f} s")
+    return 0
+
+
+__all__ = ["HELP", "add_arguments", "cmd", "run", "study_gemm", "summarize", "area_ratio",
+           "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16", "tile_config",
+           "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS"]

@@ -1,0 +1,108 @@
+"""FAST's Table IV baselines: ``lanes`` independent multiply-accumulate lanes in int8/int12
+(32-bit integer accumulators) or hfp8/bf16/fp16 (FP32 accumulation)."""
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import check_choice, check_int
+from ..common.formats import format_named
+from ..common.fp_add import QNAN, fp32_add_bits
+from ..common.rounding import RoundConfig, round_raw
+
+
+
+
+
+#: operand formats of FAST's Table IV MAC baselines (hfp8 is the paper's e4m2)
+MAC16_FORMATS = ("int8", "int12", "hfp8", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class MAC16Config:
+    """Configuration of a Table IV baseline: ``lanes`` independent multiply-accumulate lanes
+    (registry unit ``baseline.mac16``, spec ``seed-fast.md`` §7 Table IV, A19).
+
+    Integer formats multiply two's complement operands exactly and accumulate in an
+    ``acc_bits``-bit two's complement register (wrapping).  Float formats (IEEE-style: exponent
+    field 0 is zero/subnormal and reads as zero, all ones is Inf/NaN) multiply exactly into
+    FP32 (the products of every listed format fit FP32's significand; a product outside FP32's
+    exponent range becomes ±Inf or a signed zero), then accumulate with the FP32 adder (RNE,
+    DAZ/FTZ): one rounding per MAC.  NaN operands and Inf × 0 give NaN, Inf × x gives ±Inf.
+    """
+
+    #: operand format: int8, int12, hfp8 (e4m2), bf16, fp16
+    fmt: str = "bf16"
+    #: MAC lanes (Table IV: 16, one per element of FAST's 16-element groups)
+    lanes: int = 16
+    #: integer accumulator width (A19: 32)
+    acc_bits: int = 32
+
+    def __post_init__(self):
+        check_choice(self, "fmt", MAC16_FORMATS)
+        check_int(self, "lanes", 1, 64)
+        check_int(self, "acc_bits", 16, 48)
+
+    @property
+    def format(self):
+        return format_named(self.fmt)
+
+    @property
+    def is_float(self) -> bool:
+        return self.format.kind == "float"
+
+
+@functools.cache
+def product_config(fmt) -> RoundConfig:
+    """The exact product of two ``fmt`` significands (``2 * (man_bits + 1)`` bits) into FP32:
+    the rounding block only places it (and handles FP32's exponent range)."""
+    P = fmt.man_bits
+    return RoundConfig(fmt="fp32", in_width=2 * (P + 1), frac=2 * P,
+                       exp_width=fmt.exp_bits + 3, mode="rne")
+
+
+def mac16_products(cfg: MAC16Config, a, b) -> np.ndarray:
+    """The lanes' products: FP32 bit patterns (float formats) or exact integers."""
+    fmt = cfg.format
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if not cfg.is_float:
+        def signed(v):
+            return np.where(v >> (fmt.bits - 1) == 1, v - (1 << fmt.bits), v)
+        return signed(a) * signed(b)
+    P, emax = fmt.man_bits, fmt.exp_max
+    sa, ea, ma = (a >> (fmt.width - 1)) & 1, (a >> P) & emax, a & ((1 << P) - 1)
+    sb, eb, mb = (b >> (fmt.width - 1)) & 1, (b >> P) & emax, b & ((1 << P) - 1)
+    sig = np.where((ea == 0) | (eb == 0), 0, ((1 << P) | ma) * ((1 << P) | mb))    # DAZ
+    exp = np.where(sig == 0, 0, (ea - fmt.bias) + (eb - fmt.bias))
+    sign = sa ^ sb
+    out = round_raw(product_config(fmt), sig, exp, sign).bits
+    inf_a, inf_b = (ea == emax) & (ma == 0), (eb == emax) & (mb == 0)
+    zero_a, zero_b = ea == 0, eb == 0
+    nan = ((ea == emax) & (ma != 0)) | ((eb == emax) & (mb != 0)) | (inf_a & zero_b) \
+        | (inf_b & zero_a)
+    out = np.where(inf_a | inf_b, (sign << 31) | 0x7F800000, out)
+    return np.where(nan, QNAN, out).astype(np.int64)
+
+
+def mac16_run(cfg: MAC16Config, groups) -> list:
+    """The accumulators after each group ``(a, b, clear)`` (``a``/``b``: ``lanes`` bit patterns of
+    the format): uint32 FP32 bit patterns, or the ``acc_bits``-bit two's complement integers as
+    unsigned values; ``clear`` restarts from 0 (+0.0)."""
+    acc = np.zeros(cfg.lanes, dtype=np.int64)
+    out = []
+    mask = (1 << cfg.acc_bits) - 1
+    for a, b, clear in groups:
+        if clear:
+            acc = np.zeros(cfg.lanes, dtype=np.int64)
+        prod = mac16_products(cfg, a, b)
+        if cfg.is_float:
+            acc = fp32_add_bits(acc.astype(np.uint32), prod.astype(np.uint32)).astype(np.int64)
+        else:
+            acc = (acc + prod) & mask
+        out.append(acc.copy())
+    return out
+
+
+__all__ = ["MAC16_FORMATS", "MAC16Config", "product_config", "mac16_products", "mac16_run"]

@@ -1,0 +1,136 @@
+"""Testbench of the bit-parallel bfloat16 baseline PE (``baseline.bf16_pe``) against
+``golden.baseline``: one group per cycle, the accumulator and read-out checked after every edge.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge
+
+from tb.common.power import PowerWindow, operands, power_test
+from golden.baseline import Acc, BaselineConfig, baseline_group
+from golden.common import BF16
+from golden.fpraker.pe import random_operands
+from hdl.common.formats import group_layout
+
+from ..common import config_from_env, rng, start, test_size, uint
+from ..common.checks import expect_acc
+from ..common.layouts import pack
+
+
+class Harness:
+    """Drives one group per cycle and mirrors the accumulator with the golden model."""
+
+    def __init__(self, dut, cfg: BaselineConfig):
+        self.dut = dut
+        self.cfg = cfg
+        self.group = group_layout(BF16, cfg.lanes)
+        self.acc = Acc.ZERO
+        #: groups whose result was checked against the golden model
+        self.checked = 0
+
+    def check(self, where: str):
+        expect_acc(self.dut, self.acc, self.cfg, where)
+
+    async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
+        """Present one group (or an idle cycle with ``start=False``) and check the result."""
+        dut = self.dut
+        dut.grp__payload.value = pack(self.group, {"a": a, "b": b, "clear": int(clear)})
+        dut.grp__valid.value = int(start)
+        if start:
+            self.acc, _ = baseline_group(Acc.ZERO if clear else self.acc, a, b, self.cfg)
+        await FallingEdge(dut.clk)
+        self.check(f"{label} a={[hex(x) for x in a]} b={[hex(x) for x in b]}")
+        self.checked += int(start)
+
+
+async def setup(dut):
+    cfg = config_from_env(BaselineConfig)
+    await start(dut)
+    h = Harness(dut, cfg)
+    h.check("after reset")
+    return h
+
+
+def _default(cfg) -> bool:
+    return cfg in (BaselineConfig(), BaselineConfig(out_round="rne"))
+
+
+@cocotb.test()
+async def directed_vectors(dut):
+    """Signs (TV12), zeros/denormals (TV11), read-out (TV16), idle cycles, clear."""
+    h = await setup(dut)
+    L = h.cfg.lanes
+    await h.cycle([0xBFC0, 0x3F80][:L], [0x4040, 0x4040][:L], clear=True, label="TV12")
+    if _default(h.cfg) and L >= 2:
+        assert h.acc == Acc(False, 1, 0, 0x300) and uint(dut.acc__out) == 0xBFC0
+    await h.cycle(start=False, label="idle holds the accumulator")
+    await h.cycle([0x0000, 0x3F80, 0x0005][:L], [0x3F80, 0x0000, 0x3F80][:L], clear=True,
+                  label="TV11")
+    assert uint(dut.acc__out) == 0 and uint(dut.acc__zero) == 1
+    await h.cycle([0x3E00], [0x3F80], label="TV11 zero acc")
+    assert uint(dut.acc__out) == 0x3E00
+    await h.cycle([0x3FB0], [0x3FBA], clear=True, label="TV16 1.998")
+    if _default(h.cfg):
+        assert h.acc == Acc(False, 0, 0, 0x3FF)
+        assert uint(dut.acc__out) == (0x3FFF if h.cfg.out_round == "trunc" else 0x4000)
+    await h.cycle([0x7F00], [0x7F00], clear=True, label="TV16 overflow")
+    assert uint(dut.acc__out) == 0x7F80
+    await h.cycle([0x8080], [0x0080], clear=True, label="TV16 underflow")
+    assert uint(dut.acc__out) == 0x8000
+    # the largest products in every lane: a product >= 2 raises E by one, so these sums stay
+    # below 2**16 on the 2**(E-F) grid and do not exercise the fifth integer bit
+    await h.cycle([0x3FFF] * L, [0x3FFF] * L, clear=True, label="largest products 1")
+    await h.cycle([0x407F] * L, [0x3FFF] * L, label="largest products 2")
+    await h.cycle([0xC07F] * L, [0x3FFF] * L, label="largest products negative")
+    # the int_bits worst case: products just below 2 (0x3FB5**2 = 32761/16384, aligned at
+    # E = 0 to RTO(32761, 2) = 8191) on acc = 1.998 (8184): X = 8184 + 8 * 8191 = 73712 >= 2**16
+    # with 8 lanes, which needs 5 integer bits (the paper's 4 overflow)
+    for s in (0, 1):
+        sign = "negative " if s else ""
+        await h.cycle([0x3FB0 | s << 15], [0x3FBA], clear=True, label=f"{sign}worst-case acc")
+        await h.cycle([0x3FB5 | s << 15] * L, [0x3FB5] * L, label=f"{sign}worst-case step")
+        if (h.cfg.lanes, h.cfg.keep_bits, h.cfg.frac_bits) == (8, 9, 12):
+            # by hand (spec §11.6): NORM_RNE(±73712, 0) = 1.P sig 575.875 -> 576 at exp 4
+            assert h.acc == Acc(False, s, 4, 576), h.acc
+
+
+@cocotb.test()
+async def random_regression(dut):
+    """Random groups back to back (every cycle), dot products of 1-8 groups, mixed data; the
+    unit's test size in groups (3,000 in ``make test``, 20,000 in ``make test-full``)."""
+    h = await setup(dut)
+    r = rng("random_regression")
+    nprng = np.random.default_rng(r.randrange(1 << 30))
+    L = h.cfg.lanes
+    n = test_size()
+    A, B = random_operands(nprng, n, L, "mix")
+    A, B = A.tolist(), B.tolist()
+    remaining = 0
+    for g in range(n):
+        clear = remaining == 0
+        if clear:
+            remaining = r.randint(1, 8)
+        remaining -= 1
+        if r.random() < 0.02:
+            await h.cycle(start=False, label=f"idle before group {g}")
+        await h.cycle(A[g], B[g], clear=clear, label=f"group {g}")
+    assert h.checked == n, f"{h.checked} of {n} groups checked"
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the operand groups of ``a``/``b`` (groups, lanes), one per cycle with
+    no idle cycle, the accumulator cleared at the first group of every ``dot_groups``; every
+    result checked against the golden model; the measured window covers exactly those cycles."""
+    h = await setup(dut)
+    ops = operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, h.cfg.lanes) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{h.cfg.lanes}) with groups a multiple of dot_groups"
+    window = PowerWindow(dut)
+    for g in range(groups):
+        await h.cycle(A[g].tolist(), B[g].tolist(), clear=g % dot == 0, label=f"power group {g}")
+    assert h.checked == groups, f"power run: {h.checked} of {groups} groups checked"
+    window.close(groups=groups, busy_cycles=groups, dot_products=groups // dot)

@@ -1,0 +1,127 @@
+"""Testbench of FAST's Table IV baselines (``baseline.mac16``) against
+``golden.baseline.mac16_run``: one operand group per cycle (with random idle cycles), every
+lane's accumulator checked after every edge.
+
+Operands mix values near 1 (long accumulations stay meaningful) with every bit pattern of the
+format and its corners: ±0, subnormals (read as zero), the smallest and largest normals, ±Inf
+and NaN for float formats; the most negative and positive values for integers.
+"""
+
+import functools
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge
+
+from golden.baseline import MAC16Config, mac16_run
+from hdl.common.formats import group_layout
+
+from ..common import config_from_env, port, rng, start, test_size, uint
+from ..common.layouts import pack
+
+
+@functools.cache
+def _layout(cfg):
+    return group_layout(cfg.fmt, cfg.lanes)
+
+
+def corners(cfg) -> np.ndarray:
+    fmt = cfg.format
+    if not cfg.is_float:
+        return np.array([0, 1, (1 << fmt.bits) - 1, 1 << (fmt.bits - 1),
+                         (1 << (fmt.bits - 1)) - 1], dtype=np.int64)
+    neg = 1 << (fmt.width - 1)
+    one = fmt.bias << fmt.man_bits
+    return np.array([0, neg, 1, (1 << fmt.man_bits) - 1, 1 << fmt.man_bits, fmt.max_finite,
+                     fmt.max_finite | neg, fmt.inf, fmt.inf | neg, fmt.inf | 1, one, one | neg,
+                     one | ((1 << fmt.man_bits) - 1)], dtype=np.int64)
+
+
+def operands(cfg, gen: np.random.Generator, n: int) -> np.ndarray:
+    """``(n, lanes)`` operand bit patterns."""
+    fmt = cfg.format
+    x = gen.integers(0, 1 << fmt.width, (n, cfg.lanes))
+    if cfg.is_float:
+        # mostly values within a few binades of 1, so accumulations neither overflow at once
+        # nor vanish
+        near = (gen.integers(0, 2, x.shape) << (fmt.width - 1)) \
+            | ((fmt.bias + gen.integers(-3, 3, x.shape)) << fmt.man_bits) \
+            | gen.integers(0, 1 << fmt.man_bits, x.shape)
+        x = np.where(gen.random(x.shape) < 0.8, near, x)
+    x = np.where(gen.random(x.shape) < 0.04, gen.choice(corners(cfg), x.shape), x)
+    return x
+
+
+async def run_groups(dut, cfg, groups, r, gap=0.0):
+    """Drive ``(a, b, clear)`` groups (idling with probability ``gap``); check every lane after
+    every accumulating edge."""
+    want = mac16_run(cfg, groups)
+    bits = cfg.format.width
+
+    def value(v):
+        # integer operands are two's complement bit patterns; the port field is signed
+        v = int(v)
+        return v - (1 << bits) if not cfg.is_float and v >> (bits - 1) else v
+
+    for k, (a, b, clear) in enumerate(groups):
+        while r.random() < gap:
+            dut.grp__valid.value = 0
+            await FallingEdge(dut.clk)
+        dut.grp__payload.value = pack(_layout(cfg), {"a": [value(v) for v in a],
+                                                     "b": [value(v) for v in b],
+                                                     "clear": int(clear)})
+        dut.grp__valid.value = 1
+        await FallingEdge(dut.clk)
+        dut.grp__valid.value = 0
+        for i in range(cfg.lanes):
+            got = uint(port(dut, "acc", i))
+            assert got == int(want[k][i]), (
+                f"{cfg.fmt} group {k} lane {i}: acc {got:#x}, golden {int(want[k][i]):#x} "
+                f"(a={int(a[i]):#x}, b={int(b[i]):#x}, clear={clear})")
+    return want
+
+
+@cocotb.test()
+async def directed(dut):
+    """1 x 2 accumulated twice (bit patterns derived from the format), then the corners of the
+    format against each other: every lane gets one corner pair per group."""
+    cfg = config_from_env(MAC16Config)
+    await start(dut)
+    r = rng("directed")
+    fmt = cfg.format
+    L = cfg.lanes
+    if cfg.is_float:
+        one, two = fmt.bias << fmt.man_bits, (fmt.bias + 1) << fmt.man_bits
+    else:
+        one, two = 1, 2
+    want = await run_groups(dut, cfg, [(np.full(L, one), np.full(L, two), 1),
+                                       (np.full(L, one), np.full(L, two), 0)], r)
+    expect4 = 0x40800000 if cfg.is_float else 4
+    assert all(int(v) == expect4 for v in want[-1]), want[-1]
+    c = corners(cfg)
+    pairs = [(x, y) for x in c for y in c]
+    groups = []
+    for k in range(0, len(pairs), L):
+        chunk = pairs[k:k + L] + [(0, 0)] * (L - len(pairs[k:k + L]))
+        groups.append((np.array([p[0] for p in chunk]), np.array([p[1] for p in chunk]), 1))
+    await run_groups(dut, cfg, groups, r)
+
+
+@cocotb.test()
+async def random_accumulations(dut):
+    """The unit's test size in random groups (2,000 in ``make test``), accumulated in runs of
+    1-40 groups, with random idle cycles."""
+    cfg = config_from_env(MAC16Config)
+    await start(dut)
+    r = rng("random_accumulations")
+    gen = np.random.default_rng(r.getrandbits(64))
+    n = test_size()
+    A, B = operands(cfg, gen, n), operands(cfg, gen, n)
+    groups, left = [], 0
+    for k in range(n):
+        clear = left == 0
+        if clear:
+            left = int(gen.integers(1, 41))
+        left -= 1
+        groups.append((A[k], B[k], clear))
+    await run_groups(dut, cfg, groups, r, gap=0.1)
