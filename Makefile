@@ -8,6 +8,9 @@
 #   make test-full  the same suite at full effort: long random testbench runs and synthesis of
 #                   every unit at its paper configuration
 #   make bench      golden-model speed, cycle statistics, tensor-stats throughput
+#   make training   every number format trained on mlp, cnn and cnn-q4 (digits), the FPRaker
+#                   speedup on the captured training GEMMs, FAST's training time, the HBFP
+#                   error study; writes docs/training.md (about 35 minutes on 2 cores)
 #   JOBS=N          pytest-xdist workers (default 2)
 #
 # Set-up: Debian packages (iverilog, yosys, opensta, the OSU 0.18 µm liberty) are installed
@@ -22,7 +25,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
 JOBS ?= 2
 
-.PHONY: all setup debian demo test test-full bench clean
+.PHONY: all setup debian demo test test-full bench training clean
 
 all: demo
 
@@ -68,6 +71,20 @@ test-full: setup
 
 bench: setup
 	$(VENV)/bin/trainfab bench
+
+TRAIN_MODELS := mlp cnn cnn-q4
+TRAIN_DIR := build/training
+TF := $(VENV)/bin/trainfab
+
+training: setup
+	@for m in $(TRAIN_MODELS); do \
+	  $(TF) train --model $$m --formats all -j $(JOBS) --capture $(TRAIN_DIR)/$$m/capture \
+	    -o $(TRAIN_DIR)/$$m || exit 1; \
+	  $(TF) speedup $(TRAIN_DIR)/$$m/capture/fpraker -o $(TRAIN_DIR)/$$m/speedup || exit 1; \
+	  $(TF) study fast-time $(TRAIN_DIR)/$$m -o $(TRAIN_DIR)/$$m/fast-time || exit 1; \
+	done
+	$(TF) study hbfp -o $(TRAIN_DIR)/hbfp
+	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
 
 clean:
 	rm -rf build .pytest_cache

@@ -145,14 +145,21 @@ def cmd_tensor_stats(args) -> int:
         raise FlowError("no family declares a tensor analysis")
     analysis = _tensor_analyses()[args.analysis]
     options = {kwargs["dest"]: getattr(args, kwargs["dest"]) for _, kwargs in analysis.options}
-    stats = analysis.run(args.file, progress=progress if sys.stderr.isatty() else None, **options)
+    shown = progress if sys.stderr.isatty() else None
+    if Path(args.file).is_dir():  # a training capture (trainfab train --capture)
+        from .studies import captures
+
+        stats = captures.capture_stats(args.file, analysis, options, progress=shown)
+        text = captures.capture_stats_markdown(stats)
+    else:
+        stats = analysis.run(args.file, progress=shown, **options)
+        text = analysis.markdown(stats)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     from .runs import staged
 
     out = Path(args.output) if args.output else build_dir() / "tensor-stats"
-    stem = Path(args.file).stem
-    text = analysis.markdown(stats)
+    stem = Path(args.file).resolve().name if Path(args.file).is_dir() else Path(args.file).stem
     with staged(out) as work:
         (work / f"{stem}.md").write_text(text)
         (work / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
@@ -168,6 +175,52 @@ def cmd_bench(args) -> int:
 
 
 def cmd_study(args) -> int:
+    if args.study == "hbfp":
+        return _study_hbfp(args)
+    if args.study == "fast-time":
+        return _study_fast_time(args)
+    if args.run is not None:
+        raise FlowError(f"study {args.study} takes no RUN folder")
+    return _study_dispatch(args)
+
+
+def _study_output(args, name: str) -> Path:
+    from . import build_dir
+
+    return Path(args.output) if args.output else build_dir() / "study" / name
+
+
+def _study_hbfp(args) -> int:
+    from .runs import staged
+    from .studies.hbfp_error import hbfp_error_study
+
+    if args.run is not None:
+        raise FlowError("study hbfp takes no RUN folder")
+    out = _study_output(args, "hbfp")
+    with staged(out) as work:
+        res = hbfp_error_study(work, seed=args.seed)
+    print((out / "hbfp.md").read_text())
+    print(f"written: {out / 'hbfp.md'}, {out / 'hbfp.json'}, {out / 'hbfp.png'}")
+    del res
+    return 0
+
+
+def _study_fast_time(args) -> int:
+    from .runs import staged
+    from .studies.fast_time import fast_time_study
+
+    if args.run is None:
+        raise FlowError("study fast-time needs the folder of a `trainfab train` run with the "
+                        "fast format (e.g. build/train/cnn)")
+    out = _study_output(args, "fast-time")
+    with staged(out) as work:
+        fast_time_study(Path(args.run), work)
+    print((out / "fast_time.md").read_text())
+    print(f"written: {out / 'fast_time.md'}, {out / 'fast_time.json'}, {out / 'widths.png'}")
+    return 0
+
+
+def _study_dispatch(args) -> int:
     from .config import parse_set
     from .studies.dispatch import LOADS, format_ratio, main_dispatch, parse_loads
 
@@ -188,6 +241,29 @@ def cmd_study(args) -> int:
                       ("priority/inf_only", "ratio_priority_inf_only")):
         print(f"{name}: {format_ratio(res[key])}")
     print(f"written: {res['paths']['markdown']}, {res['paths']['plot']}, {res['paths']['json']}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .studies.train.run import TrainOptions, output_folder, parse_formats, train
+
+    opts = TrainOptions(model=args.model, formats=parse_formats(args.formats),
+                        epochs=args.epochs, seed=args.seed, jobs=args.jobs,
+                        dataset=args.dataset, capture=args.capture, output=args.output,
+                        batch_size=args.batch_size, limit=args.limit)
+    run = train(opts)
+    out = output_folder(opts)
+    print((out / "train.md").read_text())
+    print(f"written: {out / 'train.md'}, {out / 'train.json'}, {out / 'train.csv'}, "
+          f"{out / 'accuracy.png'}, {out / 'loss.png'}")
+    if opts.capture:
+        print(f"captured operands: {opts.capture}/<format> (trainfab speedup, tensor-stats)")
+    if run.interrupted:
+        raise KeyboardInterrupt
+    if run.errors:
+        for name, (msg, _) in run.errors.items():
+            print(f"trainfab: format {name} failed: {msg}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -261,9 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     analyses = _tensor_analyses()
     s = sub.add_parser("tensor-stats", help="statistics of a tensor file (.npy, .npz, "
-                       ".safetensors): " + "; ".join(f"{a.name}: {a.summary}"
+                       ".safetensors) or of a training capture folder (per epoch and kind): " + "; ".join(f"{a.name}: {a.summary}"
                                                      for a in analyses.values()))
-    s.add_argument("file")
+    s.add_argument("file", help="a tensor file, or a capture folder of `trainfab train --capture`")
     s.add_argument("--analysis", choices=list(analyses), default=next(iter(analyses), None),
                    help="which statistic (default: %(default)s)")
     for analysis in analyses.values():
@@ -276,19 +352,49 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quick", action="store_true", help="smaller sizes")
     s.set_defaults(func=cmd_bench)
 
-    s = sub.add_parser("study", help="cycle-model studies: 'dispatch' = Equinox scheduler p99 "
-                       "latency and training throughput vs inference load, per policy")
-    s.add_argument("study", choices=["dispatch"], help="which study")
+    s = sub.add_parser("study", help="studies: 'dispatch' = Equinox scheduler p99 latency and "
+                       "training throughput vs inference load, per policy; 'hbfp' = HBFP "
+                       "dot-product error vs mantissa, block and accumulator width; 'fast-time' "
+                       "= FAST's training time and width map of a `trainfab train` run")
+    s.add_argument("study", choices=["dispatch", "hbfp", "fast-time"], help="which study")
+    s.add_argument("run", nargs="?", metavar="RUN",
+                   help="fast-time: the output folder of a `trainfab train` run with `fast`")
     _config_args(s)
     s.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
-                   help="offered inference loads, fractions of the inference-only capacity "
-                        "(default 0.05:1:0.05 plus 1.1, 1.2)")
+                   help="dispatch: offered inference loads, fractions of the inference-only "
+                        "capacity (default 0.05:1:0.05 plus 1.1, 1.2)")
     s.add_argument("--cycles", type=int, default=200_000,
-                   help="measured cycles per run (default %(default)s)")
-    s.add_argument("--seed", type=int, default=1)
+                   help="dispatch: measured cycles per run (default %(default)s)")
+    s.add_argument("--seed", type=int, default=1, help="seed of the random operands or arrivals")
     s.add_argument("--output", "-o", metavar="DIR",
-                   help="output folder (default build/study/dispatch)")
+                   help="output folder (default build/study/<study>)")
     s.set_defaults(func=cmd_study)
+
+    from .studies.train import run as train_run
+
+    s = sub.add_parser("train", help=train_run.HELP)
+    s.add_argument("--model", default="cnn", help="mlp, cnn or cnn-q4 (default %(default)s)")
+    s.add_argument("--formats", default="all", metavar="LIST",
+                   help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
+                        "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave")
+    s.add_argument("--epochs", type=int, default=None, help="training epochs (default: the "
+                   "model's own, see docs/cli.md)")
+    s.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default 32)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="seed of the split, initialization, data order and rounding (default 0)")
+    s.add_argument("-j", "--jobs", type=int, default=2,
+                   help="formats trained at once, one process each (default 2)")
+    s.add_argument("--dataset", metavar="FILE.npz",
+                   help="a dataset: x (N,C,H,W) or (N,F) floats, y integer labels "
+                        "(default: scikit-learn's digits, split 80/20 by the seed)")
+    s.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="keep N samples of the shuffled dataset (quick runs)")
+    s.add_argument("--capture", metavar="DIR",
+                   help="record both operands of every GEMM of one mini-batch per epoch, "
+                        "as bf16, in DIR/<format>/")
+    s.add_argument("--output", "-o", metavar="DIR",
+                   help="output folder (default build/train/<model>)")
+    s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
     s.add_argument("--sim", choices=SIMULATORS, default=None,

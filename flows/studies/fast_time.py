@@ -1,0 +1,474 @@
+"""FAST's training time to accuracy against the iso-area arrays of other number formats.
+
+:func:`fast_time_study` reads a finished ``trainfab train`` run (its ``train.json``), prices
+every training iteration's GEMMs of the ``fast`` run (and ``fast-low`` / ``fast-high`` when they
+were trained) on the paper's fMAC array and the same GEMMs on the iso-area arrays of the other
+formats, and finds how long each takes to reach a target test accuracy.
+
+Time model
+----------
+Everything runs at the paper's common clock of 500 MHz (:data:`CLOCK_HZ`), and every array is
+taken at its throughput bound: a GEMM takes ``ceil(work / throughput)`` cycles, no fill, drain,
+operand loading or partly used tiles (the paper's iso-area comparison of large networks; on the
+digits networks' small GEMMs a real 256 x 64 array would leave most cells idle, and so would the
+other arrays).
+
+FAST
+    256 x 64 fMAC cells (:data:`FAST_ARRAY`), each taking a pair of 16-element groups through
+    ``rounds(mx, my) = (mx / 2) (my / 2)`` cycles (one 2-bit chunk pair per cycle,
+    :func:`golden.fast.numerics.rounds`).  A GEMM ``C (M x N) = X (M x K) . Y (K x N)`` with
+    widths ``mx`` (X) and ``my`` (Y) has ``M N ceil(K / 16)`` group pairs and takes
+    ``ceil(M N ceil(K / 16) rounds(mx, my) / (256 * 64))`` cycles.  The widths are the ones the
+    run chose in that iteration: ``fwd`` (A, W), ``bwd_data`` (G, W), ``wgrad`` (A, G).
+Other formats
+    A square array of MACs, one multiply-accumulate per PE per cycle, of the size the paper
+    gives for FAST's area (:data:`ISO_AREA`: HFP8 245 x 245, MSFP-12 230 x 230, INT-12
+    210 x 210, bfloat16 180 x 180, FP16 150 x 150): ``ceil(M K N / PEs)`` cycles per GEMM.
+    FP32 has no figure in the paper; it is **assumed** to fit half the bfloat16 array's PEs
+    (16 200, an FP32 MAC taken as twice a bfloat16 MAC's area).
+
+Only the training GEMMs are priced (the forward, backward-data and weight-gradient GEMM of every
+layer with weights, every mini-batch); test-set evaluation, the element-wise work and the
+optimizer are not.  The GEMM shapes are the ``fast`` run's record (``gemm_shapes`` and
+``shape_runs`` of its summary); every format trains the same model on the same mini-batches, so
+they are every run's shapes.
+
+Time to accuracy
+----------------
+The target is the ``fp32`` run's final test accuracy minus half a point (:data:`MARGIN`), so
+that a format matching FP32 to within one or two test images of the 360 still counts.  A run's
+time to accuracy is its cumulative GEMM time at the end of the first epoch whose test accuracy
+reaches the target; a run that never reaches it is reported as such.  The FAST arrays use their
+own runs' accuracies.  An array of another format uses the measured run of the closest format
+that was trained (:data:`TRAJECTORY`, first present wins): bfloat16 → ``bf16``; MSFP-12 (16-value
+groups, 8-bit shared exponent, sign and 3-bit magnitudes) → ``fast-high`` (the same groups with
+4-bit magnitudes: an optimistic stand-in) or ``hbfp8``; FP32 → ``fp32``; HFP8, INT-12 and FP16,
+which are not trained here, → ``fp32`` (optimistic: they are credited with FP32's accuracy).  The
+table says which run each row uses.
+
+Outputs: ``fast_time.json`` (everything), ``fast_time.md`` (the tables with the paper's claims)
+and ``widths.png`` (the ``fast`` run's width map: layers x iterations for W, A and G, the
+analogue of the paper's Fig. 19).
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from golden.fast.numerics import G as GROUP
+from golden.fast.numerics import rounds
+
+#: the clock every array runs at (the paper's assumption)
+CLOCK_HZ = 500e6
+#: the paper's fMAC array, (rows, cols)
+FAST_ARRAY = (256, 64)
+#: iso-area arrays of the other formats: name → (PEs, where the size comes from)
+ISO_AREA = {
+    "HFP8": (245 * 245, "paper: 245 x 245"),
+    "MSFP-12": (230 * 230, "paper: 230 x 230"),
+    "INT-12": (210 * 210, "paper: 210 x 210"),
+    "bfloat16": (180 * 180, "paper: 180 x 180"),
+    "FP16": (150 * 150, "paper: 150 x 150"),
+    "FP32": (180 * 180 // 2, "assumption: half the bfloat16 array's PEs (no paper figure)"),
+}
+#: the accuracy trajectory each iso-area array borrows: the first of these formats that was
+#: trained
+TRAJECTORY = {
+    "HFP8": ("hfp8", "fp32"),
+    "MSFP-12": ("msfp12", "fast-high", "hbfp8", "fp32"),
+    "INT-12": ("int12", "fp32"),
+    "bfloat16": ("bf16", "fp32"),
+    "FP16": ("fp16", "fp32"),
+    "FP32": ("fp32",),
+}
+#: the FAST runs priced on the fMAC array, in table order
+FAST_FORMATS = ("fast", "fast-low", "fast-high")
+#: the target is the fp32 run's final test accuracy minus this (half a point)
+MARGIN = 0.005
+#: the paper's claims, shown beside the measured numbers
+PAPER = {
+    "speedup": "FAST trains 2-6x faster than prior mixed-precision and BFP formats "
+               "(iso-area arrays at 500 MHz)",
+    "msfp12_tta": "FAST reaches ResNet-18's target accuracy more than 2x sooner than MSFP-12",
+    "accuracy": "FAST within 0.1 points of FP32 on CNNs (ResNet-18 68.52 vs 68.60); "
+                "LowBFP loses 3-5.6 points; HighBFP within 0.05",
+}
+_WIDTH_OF = {"fwd": ("a", "w"), "bwd_data": ("g", "w"), "wgrad": ("a", "g")}
+
+
+class FastTimeError(ValueError):
+    """A run folder the study cannot use; the message is one line."""
+
+
+# ----------------------------------------------------------------------------------------------
+# reading the run
+
+
+def load_run(run_dir: Path) -> dict:
+    """``train.json`` of ``run_dir``, checked to hold a ``fast`` run with its width record.
+
+    Raises
+    ------
+    FastTimeError
+        No such folder, no readable ``train.json``, no ``formats`` in it, no ``fast`` run, or a
+        ``fast`` run without the width record.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FastTimeError(f"{run_dir}: no such run folder")
+    path = run_dir / "train.json"
+    if not path.is_file():
+        raise FastTimeError(f"{path}: no such file (run trainfab train first)")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FastTimeError(f"{path}: not readable JSON ({str(e).splitlines()[0]})") from None
+    fmts = data.get("formats") if isinstance(data, dict) else None
+    if not isinstance(fmts, dict):
+        raise FastTimeError(f"{path}: no 'formats' table")
+    if "fast" not in fmts:
+        raise FastTimeError(f"{path}: no 'fast' run (trained: {', '.join(fmts) or 'none'})")
+    for name in FAST_FORMATS:
+        if name in fmts:
+            _check_summary(path, name, fmts[name])
+    return data
+
+
+def _check_summary(path, name, rec):
+    s = rec.get("format") if isinstance(rec, dict) else None
+    keys = ("layers", "iterations_per_epoch", "iterations", "widths", "gemm_shapes", "shape_runs")
+    if not isinstance(s, dict) or any(k not in s for k in keys):
+        raise FastTimeError(f"{path}: the '{name}' run has no width record (format.widths)")
+    if not isinstance(rec.get("epochs"), list):
+        raise FastTimeError(f"{path}: the '{name}' run has no 'epochs' list")
+
+
+def iteration_tables(summary: dict) -> list:
+    """The GEMM shape table of each recorded iteration, from ``gemm_shapes`` and
+    ``shape_runs`` (:meth:`flows.studies.train.formats.fast.FAST.summary_record`)."""
+    n = summary["iterations"]
+    out = [None] * n
+    runs = list(summary["shape_runs"]) + [[n, None]]
+    for (start, t), (stop, _) in zip(runs, runs[1:]):
+        for it in range(start, min(stop, n)):
+            out[it] = summary["gemm_shapes"][t]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# pricing
+
+
+def fast_gemm_cycles(shape, mx: int, my: int, cells: int = FAST_ARRAY[0] * FAST_ARRAY[1]):
+    """Cycles of one GEMM ``[M, K, N]`` on the fMAC array: ``ceil(M N ceil(K/16) rounds(mx,
+    my) / cells)``; also returns the fMAC rounds (group pairs x rounds)."""
+    M, K, N = (int(v) for v in shape)
+    work = M * N * max(1, -(-K // GROUP)) * rounds(int(mx), int(my))
+    return -(-work // cells), work
+
+
+def mac_gemm_cycles(shape, pes: int) -> int:
+    """Cycles of one GEMM ``[M, K, N]`` on an array of ``pes`` MACs: ``ceil(M K N / pes)``."""
+    M, K, N = (int(v) for v in shape)
+    return -(-(M * K * N) // pes)
+
+
+def price_fast(summary: dict) -> dict:
+    """Every recorded iteration of a FAST run priced on the fMAC array.
+
+    Returns
+    -------
+    dict
+        ``cycles``: list, one total per iteration; ``fmac_rounds``: ``{phase: total}``.
+
+    Raises
+    ------
+    FastTimeError
+        An iteration's GEMM whose width was not recorded.
+    """
+    widths = summary["widths"]
+    cycles, work = [], {"fwd": 0, "bwd_data": 0, "wgrad": 0}
+    for it, table in enumerate(iteration_tables(summary)):
+        c = 0
+        for layer, phases in (table or {}).items():
+            for phase, shape in phases.items():
+                tx, ty = _WIDTH_OF[phase]
+                mx, my = widths[tx][layer][it], widths[ty][layer][it]
+                if not (mx.isdigit() and my.isdigit()):
+                    raise FastTimeError(f"iteration {it} of layer '{layer}': the {phase} GEMM "
+                                        "has no recorded width")
+                cyc, w = fast_gemm_cycles(shape, int(mx), int(my))
+                c += cyc
+                work[phase] += w
+        cycles.append(c)
+    return {"cycles": cycles, "fmac_rounds": work}
+
+
+def price_mac(summary: dict, pes: int) -> list:
+    """Every recorded iteration's GEMMs on an array of ``pes`` MACs: cycles per iteration."""
+    return [sum(mac_gemm_cycles(shape, pes) for phases in (table or {}).values()
+                for shape in phases.values())
+            for table in iteration_tables(summary)]
+
+
+def per_epoch(cycles: list, per: int) -> list:
+    """Per-iteration cycles summed per epoch (``per`` iterations each; a last partial epoch,
+    of a diverged run, is dropped)."""
+    return [int(sum(cycles[e * per:(e + 1) * per])) for e in range(len(cycles) // per)]
+
+
+def time_to_accuracy(epoch_cycles: list, epochs: list, target: float | None) -> dict:
+    """The cumulative cycles at the end of the first epoch whose test accuracy reaches
+    ``target``.
+
+    Parameters
+    ----------
+    epoch_cycles : list of int
+        Cycles of epoch 1, 2, … (at least as many as priced epochs).
+    epochs : list of dict
+        The run's epoch records (``epoch``, ``test_accuracy``).
+    target : float or None
+
+    Returns
+    -------
+    dict
+        ``reached_epoch`` (None if never, or without a target), ``tta_cycles``,
+        ``tta_seconds`` (None likewise), ``trajectory``: ``[{"epoch", "test_accuracy",
+        "cumulative_cycles"}]``.
+    """
+    traj, total, hit = [], 0, None
+    for rec in epochs:
+        e = int(rec["epoch"])
+        if e > len(epoch_cycles):
+            break
+        total = sum(epoch_cycles[:e])
+        acc = rec.get("test_accuracy")
+        traj.append({"epoch": e, "test_accuracy": acc, "cumulative_cycles": int(total)})
+        if hit is None and target is not None and acc is not None and acc >= target - 1e-12:
+            hit = (e, int(total))
+    return {"reached_epoch": hit[0] if hit else None,
+            "tta_cycles": hit[1] if hit else None,
+            "tta_seconds": hit[1] / CLOCK_HZ if hit else None,
+            "trajectory": traj}
+
+
+# ----------------------------------------------------------------------------------------------
+# the study
+
+
+def fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
+    """Price a finished run's FAST training on the fMAC array and on the other formats'
+    iso-area arrays, find each one's time to accuracy, and write ``fast_time.json``,
+    ``fast_time.md`` and ``widths.png`` into ``out_dir`` (module docstring for the model).
+
+    Parameters
+    ----------
+    run_dir : Path
+        A ``trainfab train`` output folder holding ``train.json`` with a ``fast`` run.
+    out_dir : Path
+        Created if missing.
+    progress : callable, optional
+        ``progress(message)``, one line per step.
+
+    Returns
+    -------
+    dict
+        What ``fast_time.json`` holds: ``target`` (``accuracy``, ``fp32_final``, ``rule``, or
+        None without an ``fp32`` run), ``rows`` (one per priced array: ``array``, ``kind``
+        (``fmac``/``mac``), ``pes``, ``size_source``, ``format`` (whose accuracies it uses),
+        ``format_note``, ``epoch_cycles``, ``cycles_per_epoch``, ``reached_epoch``,
+        ``tta_cycles``, ``tta_seconds``, ``tta_speedup_fast`` (this row's time to accuracy over
+        the ``fast`` row's), ``epoch_speedup_fast`` (its mean epoch time over ``fast``'s),
+        ``trajectory``), ``fast_work`` (per FAST run: fMAC rounds per phase as priced and as the
+        format counted them), ``paper``, ``model``, ``clock_hz``, ``files``.
+
+    Raises
+    ------
+    FastTimeError
+        See :func:`load_run`; also a ``fast`` run without one complete epoch.
+    """
+    say = progress or (lambda msg: None)
+    data = load_run(run_dir)
+    fmts = data["formats"]
+    fast = fmts["fast"]["format"]
+    per = int(fast["iterations_per_epoch"])
+    if per < 1 or fast["iterations"] < per:
+        raise FastTimeError(f"{Path(run_dir) / 'train.json'}: the 'fast' run has no complete "
+                            "epoch to price")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    fp32 = fmts.get("fp32")
+    fp32_final = fp32.get("final_test_accuracy") if isinstance(fp32, dict) else None
+    target = None
+    if fp32_final is not None:
+        target = {"accuracy": fp32_final - MARGIN, "fp32_final": fp32_final,
+                  "rule": f"fp32 final test accuracy - {100 * MARGIN:g} point"}
+    tacc = target["accuracy"] if target else None
+
+    rows, work = [], {}
+    for name in FAST_FORMATS:
+        if name not in fmts:
+            continue
+        say(f"pricing the {name} run on the {FAST_ARRAY[0]}x{FAST_ARRAY[1]} fMAC array")
+        summ = fmts[name]["format"]
+        priced = price_fast(summ)
+        work[name] = {"fmac_rounds": priced["fmac_rounds"],
+                      "format_fmac_rounds": summ.get("fmac_rounds"),
+                      "matches": priced["fmac_rounds"] == summ.get("fmac_rounds")}
+        ec = per_epoch(priced["cycles"], per)
+        rows.append(_row(f"FAST {FAST_ARRAY[0]}x{FAST_ARRAY[1]} fMAC", "fmac",
+                         FAST_ARRAY[0] * FAST_ARRAY[1], "paper: 256 x 64 fMACs",
+                         name, "own run", ec, fmts[name]["epochs"], tacc))
+
+    # every epoch has the same mini-batch shapes: price epoch 1 of the fast record
+    first_epoch = dict(fast, iterations=per)
+    for array, (pes, source) in ISO_AREA.items():
+        present = [f for f in TRAJECTORY[array] if f in fmts]
+        if not present:
+            rows.append(_row(array, "mac", pes, source, None, "no trained format to borrow",
+                             [], [], None))
+            continue
+        fname = present[0]
+        say(f"pricing the {array} array ({pes} PEs) with the {fname} run's accuracies")
+        one = sum(price_mac(first_epoch, pes))
+        recs = fmts[fname].get("epochs") or []
+        n_ep = max([int(r["epoch"]) for r in recs], default=0)
+        note = "measured" if fname == TRAJECTORY[array][0] else "stand-in"
+        rows.append(_row(array, "mac", pes, source, fname, note, [one] * n_ep, recs, tacc))
+
+    base = next(r for r in rows if r["format"] == "fast" and r["kind"] == "fmac")
+    for r in rows:
+        r["tta_speedup_fast"] = (r["tta_cycles"] / base["tta_cycles"]
+                                 if r["tta_cycles"] and base["tta_cycles"] else None)
+        r["epoch_speedup_fast"] = (r["cycles_per_epoch"] / base["cycles_per_epoch"]
+                                   if r["cycles_per_epoch"] and base["cycles_per_epoch"]
+                                   else None)
+
+    res = {"run_dir": str(run_dir), "model": (data.get("config") or {}).get("model"),
+           "clock_hz": CLOCK_HZ, "target": target, "rows": rows, "fast_work": work,
+           "paper": PAPER, "files": ["fast_time.json", "fast_time.md", "widths.png"]}
+    say("drawing the width map")
+    plot_widths(fast, out_dir / "widths.png")
+    (out_dir / "fast_time.md").write_text(markdown(res))
+    (out_dir / "fast_time.json").write_text(json.dumps(res, indent=1) + "\n")
+    return res
+
+
+def _row(array, kind, pes, source, fmt, note, epoch_cycles, epochs, target):
+    tta = time_to_accuracy(epoch_cycles, epochs, target)
+    return {"array": array, "kind": kind, "pes": pes, "size_source": source, "format": fmt,
+            "format_note": note, "epoch_cycles": list(epoch_cycles),
+            "cycles_per_epoch": (sum(epoch_cycles) / len(epoch_cycles)
+                                 if epoch_cycles else None),
+            **tta}
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+
+
+def _fmt(v, spec="{:.2f}", none="—"):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return none
+    return spec.format(v)
+
+
+def markdown(res: dict) -> str:
+    """``fast_time.md``: the time-to-accuracy table, the time model and the paper's claims."""
+    t = res["target"]
+    lines = [f"# FAST time to accuracy ({res['model'] or 'model ?'})", ""]
+    if t:
+        lines.append(f"Target: test accuracy ≥ {100 * t['accuracy']:.2f} % "
+                     f"({t['rule']}; fp32 reached {100 * t['fp32_final']:.2f} %).")
+    else:
+        lines.append("No fp32 run: no target accuracy, so no time to accuracy.")
+    lines += ["", "| array | PEs | accuracies from | cycles / epoch | µs / epoch "
+              "| epoch time vs FAST | target at epoch | time to accuracy (µs) "
+              "| TTA vs FAST |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        src = f"`{r['format']}` ({r['format_note']})" if r["format"] else r["format_note"]
+        reached = (r["reached_epoch"] if r["reached_epoch"] is not None
+                   else ("not reached" if t and r["format"] else "—"))
+        cpe = r["cycles_per_epoch"]
+        lines.append(
+            f"| {r['array']} | {r['pes']} | {src} | {_fmt(cpe, '{:,.0f}')} "
+            f"| {_fmt(cpe and cpe / res['clock_hz'] * 1e6, '{:.2f}')} "
+            f"| {_fmt(r['epoch_speedup_fast'], '{:.2f}x')} | {reached} "
+            f"| {_fmt(r['tta_seconds'] and r['tta_seconds'] * 1e6, '{:.2f}')} "
+            f"| {_fmt(r['tta_speedup_fast'], '{:.2f}x')} |")
+    lines += ["", "\"vs FAST\": the row's time over the adaptive `fast` run's on its fMAC array "
+              "(above 1: FAST is faster). \"accuracies from\": the run whose per-epoch test "
+              "accuracies the row uses (a stand-in when the array's own format was not "
+              "trained).", ""]
+    lines += ["## FAST work", "", "| run | fwd rounds | bwd_data rounds | wgrad rounds "
+              "| equals the format's count |", "|---|---:|---:|---:|---|"]
+    for name, w in res["fast_work"].items():
+        fr = w["fmac_rounds"]
+        lines.append(f"| `{name}` | {fr['fwd']:,} | {fr['bwd_data']:,} | {fr['wgrad']:,} "
+                     f"| {'yes' if w['matches'] else 'NO'} |")
+    lines += ["", "## Time model", "",
+              f"All arrays at {res['clock_hz'] / 1e6:g} MHz, at their throughput bound "
+              "(`ceil(work / throughput)` cycles per GEMM; no fill, drain, operand loading or "
+              "partly used tiles), training GEMMs only (fwd, bwd_data, wgrad of every layer "
+              "and mini-batch).",
+              "FAST: 256 x 64 fMACs, a pair of 16-value groups with mx- and my-bit magnitudes "
+              "takes (mx/2)(my/2) cycles of one fMAC; widths as the run chose them per layer, "
+              "tensor and iteration.",
+              "Other arrays: one MAC per PE per cycle, the paper's iso-area sizes; the FP32 "
+              "array's size (half the bfloat16 array's PEs) is an assumption.",
+              "Arrays of formats that were not trained borrow the accuracies of the closest "
+              "trained format (column \"accuracies from\"), which credits them with that "
+              "format's accuracy.", "",
+              "## Paper", ""]
+    lines += [f"- {v}" for v in res["paper"].values()]
+    lines += ["", "![width map](widths.png)", ""]
+    return "\n".join(lines)
+
+
+def width_matrix(summary: dict, tensor: str) -> np.ndarray:
+    """A run's chosen widths of one tensor (``"w"``, ``"a"``, ``"g"``) as a float array of
+    shape (layers, iterations); NaN where no width was chosen."""
+    rows = []
+    for layer in summary["layers"]:
+        s = summary["widths"][tensor][layer]
+        rows.append([float(c) if c.isdigit() else np.nan for c in s])
+    return np.array(rows, dtype=float).reshape(len(summary["layers"]), -1)
+
+
+def plot_widths(summary: dict, path: Path) -> None:
+    """The width map: one panel per tensor (W, A, G), layers x iterations, 2-bit light and
+    4-bit dark, epochs marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    layers = summary["layers"]
+    per = max(1, int(summary["iterations_per_epoch"]))
+    fig, axes = plt.subplots(3, 1, figsize=(10, 1.8 + 1.5 * len(layers)), sharex=True)
+    cmap = ListedColormap(["#cfe3f5", "#1f4e8c"]).with_extremes(bad="#bbbbbb")
+    for ax, t, title in zip(axes, ("w", "a", "g"), ("weights W", "activations A",
+                                                    "output gradients G")):
+        m = width_matrix(summary, t)
+        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", interpolation="nearest",
+                       cmap=cmap, vmin=2, vmax=4)
+        ax.set_yticks(range(len(layers)), layers)
+        ax.set_title(f"{title}: mantissa width per layer and iteration", fontsize=9)
+        for e in range(per, m.shape[1], per):
+            ax.axvline(e - 0.5, color="white", lw=0.6)
+    axes[-1].set_xlabel(f"iteration ({per} per epoch; white lines: epoch boundaries)")
+    cb = fig.colorbar(im, ax=list(axes), ticks=[2, 4], fraction=0.03)
+    cb.set_label("bits")
+    fig.suptitle("FAST width map (Algorithm 1)", fontsize=10)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["CLOCK_HZ", "FAST_ARRAY", "ISO_AREA", "TRAJECTORY", "FAST_FORMATS", "MARGIN", "PAPER",
+           "FastTimeError", "load_run", "iteration_tables", "fast_gemm_cycles", "mac_gemm_cycles",
+           "price_fast", "price_mac", "per_epoch", "time_to_accuracy", "fast_time_study",
+           "markdown", "width_matrix", "plot_widths"]

@@ -1,0 +1,23 @@
+"""Number formats of ``trainfab train``: each is a :class:`~.base.Format` subclass, listed in
+:data:`FORMATS` under the name used on the command line, in the order of every report.
+
+========== =====================================================================================
+fp32       IEEE FP32 GEMMs (the reference)
+bf16       operands rounded to bfloat16 (RNE), FP32 accumulation
+fpraker    bfloat16 operands, dot products accumulated as the FPRaker tile does
+hbfp8/12   Equinox's HBFP GEMMs (8/12-bit mantissas), wide BFP weight storage
+fast       FAST's BFP GEMMs with the per-layer 2/4-bit schedule (Algorithm 1); fast-low and
+           fast-high at fixed 2 and 4 bits
+schrodinger Quantum Mantissa + Quantum Exponent stashes (learned bitlengths), Gecko footprints
+bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
+========== =====================================================================================
+"""
+
+from .base import KINDS, PHASES, Format, LayerInfo, RunInfo
+from . import bf16, fast, fpraker, hbfp, schrodinger
+
+#: format name → class; ``fmt_factory(run_info)`` is ``FORMATS[name](run_info)``
+FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **fpraker.FORMATS,
+                                    **hbfp.FORMATS, **fast.FORMATS, **schrodinger.FORMATS}
+
+__all__ = ["FORMATS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]

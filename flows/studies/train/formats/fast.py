@@ -1,0 +1,424 @@
+"""FAST training (``fast``, ``fast-low``, ``fast-high``): every GEMM on FAST's BFP fMAC datapath,
+mantissa widths chosen per layer, tensor and iteration.
+
+Every GEMM of the three training phases is the golden FAST GEMM
+(:func:`golden.fast.numerics.bfp_gemm`): both operands are cut into groups of 16 along the
+reduction (zero-padded), each group gets a shared 8-bit exponent and per element a sign and an
+``m``-bit magnitude (``m`` = 2 or 4); weights and activations are truncated, the output gradient
+``G`` is stochastically rounded (8 random bits per element from the converter's per-lane LFSRs,
+:class:`golden.fast.numerics.LaneRNG`); the group products are accumulated in FP32 by the fMAC,
+one FP32 addition per 2-bit chunk pair (the ``"paper"`` fMAC mode, as the generated hardware
+does), on the paper's 256 x 64 fMAC array's tiling (:data:`ARRAY`).  The FP32 result is returned
+as float32.  Everything outside the GEMMs is the engine's FP32.
+
+The three formats differ only in the widths:
+
+``fast``
+    FAST's Algorithm 1: for layer ``l`` (1..L, network order) at iteration ``i`` (1..I over the
+    whole run, ``I = epochs x iterations per epoch``) each of the layer's three tensors ``X`` in
+    (W, A, G) is converted with 4-bit magnitudes, its relative improvement over 2 bits
+    ``r(X)`` (Eq. 2, :func:`~golden.fast.numerics.rel_improvement`: the magnitude of the dropped
+    low chunks over that of the kept high chunks) is compared with
+    ``eps(l, i) = 0.6 - 0.3 i / I - 0.3 l / L`` (Eq. 1, :func:`~golden.fast.numerics.epsilon`),
+    and ``X`` is used with 2-bit magnitudes when ``r(X) < eps``, else 4
+    (:func:`~golden.fast.numerics.choose_m`).
+``fast-low``
+    2-bit magnitudes everywhere (the paper's LowBFP fixed point).
+``fast-high``
+    4-bit magnitudes everywhere (the paper's HighBFP).
+
+Where r(X) is computed (choices the paper leaves open)
+------------------------------------------------------
+* ``r(A_l)`` and ``r(W_l)``: at layer ``l``'s ``fwd`` GEMM, on its operands as they are grouped
+  there (A's rows and W's columns, groups along the input features).  The chosen widths hold for
+  the layer's backward GEMMs of the same iteration, where A (in ``wgrad``, grouped along the
+  batch) and W (in ``bwd_data``, grouped along the output features) are converted again.
+* ``r(G_l)``: at the first backward GEMM of layer ``l`` in the iteration, on the stochastically
+  rounded 4-bit conversion that GEMM uses: ``bwd_data`` (G's rows, groups along the output
+  features), which the engine calls first.  For the first layer the input gradient is not
+  needed; an engine that skips that ``bwd_data`` makes ``wgrad`` the first backward GEMM, and
+  ``r(G_1)`` is then computed on G as ``wgrad`` groups it (along the batch).  The summary record
+  counts which GEMM decided each layer's G width (``g_source``).  The present engine computes
+  every layer's ``bwd_data``, so G is always measured in ``bwd_data``.
+* The 2-bit operand is the 4-bit one with its low chunk dropped
+  (:func:`~golden.fast.numerics.to_m2`), which is how the converter makes 2-bit groups and how
+  :func:`~golden.fast.numerics.quantize_rows` defines them, so one conversion (one set of LFSR
+  draws) serves both the measurement and the GEMM, and every result equals
+  ``bfp_gemm(x, y, mx, my, phase, "paper", ARRAY, rng=...)`` with the chosen widths bit for bit.
+* ``fast-low`` and ``fast-high`` measure ``r`` the same way (the per-epoch record reports its
+  mean) but ignore it.
+* Test-set evaluation (the engine's forward passes after :meth:`end_epoch`): ``fast`` chooses
+  each batch's A and W widths with Algorithm 1 at the epoch's last iteration ``i``; these
+  choices are not part of the width map.
+
+Random numbers: one :class:`~golden.fast.numerics.LaneRNG` (16 lanes, 8 bits per draw) per
+format instance, the lanes' initial LFSR states drawn from ``numpy.random.default_rng(run.seed)``
+(16 non-zero 16-bit values), advanced in the engine's GEMM order; a run is therefore
+deterministic.
+
+Run time: the golden fMAC model costs about 0.4 µs of CPU per group pair and round (an FP32
+conversion of the round's sum and an FP32 addition, bit by bit in NumPy), so a 4 x 4-bit group
+pair (4 rounds) costs four times a 2 x 2-bit one.  One epoch of ``cnn`` on the digits set takes
+about 8 s with ``fast-low``, 25 s with ``fast-high`` and 10 to 24 s with ``fast`` (its share of
+4-bit tensors grows during training); ``mlp`` about 3, 11 and 8 to 12 s.
+
+Non-finite operands: the golden model rejects Inf/NaN (BFP cannot hold them).  A diverging
+run's GEMM with a non-finite operand returns all NaN, so that the engine reports the divergence;
+its widths are not recorded.
+"""
+
+import numpy as np
+
+from golden.fast.numerics import (
+    LANES,
+    LaneRNG,
+    Quantized,
+    choose_m,
+    epsilon,
+    gemm_quantized,
+    quantize_operands,
+    rel_improvement,
+    rounds,
+    to_m2,
+)
+from golden.fast.numerics import G as GROUP
+
+from .base import PHASES, Format, RunInfo
+
+#: Eq. 1's constants (the paper's values)
+ALPHA, BETA = 0.6, 0.3
+#: the paper's fMAC array, (rows, cols): decides how the reduction is cut into tiles whose
+#: partial sums start from +0 (FWD: 64 groups per tile, BWD-DATA: 256, WGRAD: one tile)
+ARRAY = (256, 64)
+#: the fMAC's round combination: one FP32 addition per chunk pair, as the hardware does
+FMAC_MODE = "paper"
+#: the tensors of Algorithm 1, in the order of the width records
+TENSORS = ("w", "a", "g")
+#: a tensor whose width was not chosen in an iteration (its GEMM did not run) in the width map
+NOT_CHOSEN = "-"
+
+
+class FastFormatError(ValueError):
+    """A GEMM call the FAST formats cannot serve; the message is one line."""
+
+
+def lane_states_for(seed: int) -> tuple:
+    """The initial states of a run's 16 LFSR lanes: non-zero 16-bit values drawn from
+    ``numpy.random.default_rng(seed)``."""
+    return tuple(int(s) for s in np.random.default_rng(seed).integers(1, 1 << 16, size=LANES))
+
+
+def narrow(q: Quantized, m: int) -> Quantized:
+    """A 4-bit :class:`~golden.fast.numerics.Quantized` operand at ``m`` bits: itself for 4, its
+    high chunks (:func:`~golden.fast.numerics.to_m2`) for 2."""
+    if m == q.m:
+        return q
+    if (q.m, m) != (4, 2):
+        raise FastFormatError(f"fast: cannot narrow a {q.m}-bit operand to {m} bits")
+    return Quantized(*to_m2(q.Es, q.signs, q.q), 2)
+
+
+def group_pairs(shape) -> int:
+    """Group pairs of a GEMM ``[M, K, N]``: ``M * N * ceil(K / 16)``, each one fMAC job of
+    :func:`~golden.fast.numerics.rounds` cycles."""
+    M, K, N = (int(v) for v in shape)
+    return M * N * max(1, -(-K // GROUP))
+
+
+class FAST(Format):
+    """FAST BFP training with Algorithm 1's per-layer, per-tensor widths (module docstring).
+
+    Parameters
+    ----------
+    run : RunInfo
+        The run's layers (their order gives ``l``), epochs and iterations per epoch (which give
+        ``I``) and the seed of the LFSR lanes.
+
+    Attributes
+    ----------
+    fixed_m : int or None
+        None: Algorithm 1; 2 or 4: that width for every tensor (``fast-low``, ``fast-high``).
+    fmac_mode : str
+        The golden fMAC's round combination, :data:`FMAC_MODE`.
+    """
+
+    name = "fast"
+    summary = ("FAST: BFP groups of 16, 2- or 4-bit magnitudes chosen per layer and tensor by "
+               "Algorithm 1 (alpha 0.6, beta 0.3), SR for gradients, FP32 fMAC accumulation")
+    paper = ("FAST Table II: FAST within 0.1 points of FP32 on CNNs "
+             "(ResNet-18 top-1 68.52 vs 68.60)")
+    fixed_m: int | None = None
+    fmac_mode = FMAC_MODE
+
+    def __init__(self, run: RunInfo):
+        super().__init__(run)
+        self.layers = tuple(li.name for li in run.layers)
+        self.index = {name: l for l, name in enumerate(self.layers, start=1)}
+        self.L = len(self.layers)
+        self.I = run.epochs * run.iterations
+        self.rng = LaneRNG(lane_states_for(run.seed))
+        self.i = 0                     # global iteration of the current step, 1-based
+        self.training = False          # between begin_step and end_epoch
+        self._step: dict = {}
+        self._shapes: dict = {}
+        # whole-run records
+        self._widths = {t: {name: [] for name in self.layers} for t in TENSORS}
+        self._tables: list[dict] = []
+        self._runs: list[list[int]] = []
+        self._g_source = {name: {"bwd_data": 0, "wgrad": 0} for name in self.layers}
+        self._rounds = dict.fromkeys(PHASES, 0)
+        self._pairs = dict.fromkeys(PHASES, 0)
+        self._committed = 0
+        self._new_epoch()
+
+    # -- Algorithm 1
+
+    def choose(self, r: float, l: int, i: int) -> int:
+        """The width of a tensor of layer ``l`` with relative improvement ``r`` at iteration
+        ``i``: :data:`fixed_m`, or ``choose_m(r, epsilon(l, i, L, I, ALPHA, BETA))``."""
+        if self.fixed_m is not None:
+            return self.fixed_m
+        return choose_m(r, epsilon(l, i, self.L, self.I, ALPHA, BETA))
+
+    def _new_epoch(self):
+        self._ep = {"sum": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
+                    "r": {t: dict.fromkeys(self.layers, 0.0) for t in TENSORS},
+                    "n": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
+                    "rounds": dict.fromkeys(PHASES, 0), "pairs": dict.fromkeys(PHASES, 0)}
+
+    # -- hooks
+
+    def begin_step(self, epoch: int, iteration: int) -> None:
+        super().begin_step(epoch, iteration)
+        self.i = (epoch - 1) * self.run.iterations + iteration + 1
+        self.training = True
+        self._step = {name: {} for name in self.layers}
+        self._shapes = {}
+
+    def _decide(self, st: dict, tensor: str, q: Quantized, l: int) -> int:
+        r = rel_improvement(q.Es, q.q)
+        m = self.choose(r, l, self.i)
+        st[tensor] = m
+        st["r_" + tensor] = r
+        return m
+
+    def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
+        if phase not in PHASES:
+            raise FastFormatError(f"fast: unknown GEMM phase '{phase}' "
+                                  f"(known: {', '.join(PHASES)})")
+        l = self.index.get(layer)
+        if l is None:
+            raise FastFormatError(f"fast: unknown layer '{layer}' "
+                                  f"(the run's layers: {', '.join(self.layers)})")
+        x = np.asarray(x, dtype=np.float32)
+        y = np.asarray(y, dtype=np.float32)
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            if self.training:
+                self._step[layer]["nonfinite"] = True
+            return np.full((x.shape[0], y.shape[1]), np.nan, dtype=np.float32)
+        xq, yq = quantize_operands(x, y, 4, 4, phase, rng=self.rng)
+        if not self.training:
+            if phase != "fwd":
+                raise FastFormatError(f"fast: a '{phase}' GEMM of layer '{layer}' outside a "
+                                      "training step")
+            i = min(max(self.i, 1), self.I)
+            mx = self.choose(rel_improvement(xq.Es, xq.q), l, i)
+            my = self.choose(rel_improvement(yq.Es, yq.q), l, i)
+            return self._gemm(xq, yq, mx, my, phase)
+        st = self._step[layer]
+        if phase == "fwd":
+            mx, my = self._decide(st, "a", xq, l), self._decide(st, "w", yq, l)
+        else:
+            need = "w" if phase == "bwd_data" else "a"
+            if need not in st:
+                if st.get("nonfinite"):
+                    return np.full((x.shape[0], y.shape[1]), np.nan, dtype=np.float32)
+                raise FastFormatError(f"fast: the '{phase}' GEMM of layer '{layer}' came before "
+                                      "its 'fwd' GEMM in this iteration")
+            if "g" not in st:
+                self._decide(st, "g", xq if phase == "bwd_data" else yq, l)
+                st["g_source"] = phase
+            mx, my = (st["g"], st["w"]) if phase == "bwd_data" else (st["a"], st["g"])
+        shape = (x.shape[0], x.shape[1], y.shape[1])
+        self._shapes.setdefault(layer, {})[phase] = list(shape)
+        pairs = group_pairs(shape)
+        self._pairs[phase] += pairs
+        self._ep["pairs"][phase] += pairs
+        self._rounds[phase] += pairs * rounds(mx, my)
+        self._ep["rounds"][phase] += pairs * rounds(mx, my)
+        return self._gemm(xq, yq, mx, my, phase)
+
+    def _gemm(self, xq, yq, mx, my, phase):
+        bits = gemm_quantized(narrow(xq, mx), narrow(yq, my), phase, self.fmac_mode, ARRAY)
+        return bits.view(np.float32)
+
+    def end_step(self, loss: float) -> None:
+        for name in self.layers:
+            st = self._step.get(name, {})
+            for t in TENSORS:
+                m = st.get(t)
+                self._widths[t][name].append(NOT_CHOSEN if m is None else str(m))
+                if m is not None:
+                    self._ep["sum"][t][name] += m
+                    self._ep["r"][t][name] += st["r_" + t]
+                    self._ep["n"][t][name] += 1
+            if "g_source" in st:
+                self._g_source[name][st["g_source"]] += 1
+        table = {name: self._shapes[name] for name in self.layers if name in self._shapes}
+        if not self._runs or self._tables[self._runs[-1][1]] != table:
+            if table not in self._tables:
+                self._tables.append(table)
+            self._runs.append([self._committed, self._tables.index(table)])
+        self._committed += 1
+        self._step = {}
+
+    def end_epoch(self, epoch: int) -> dict:
+        """Per layer and tensor the mean chosen width and mean ``r`` over the epoch's
+        iterations, and the epoch's fMAC work per phase.
+
+        Returns
+        -------
+        dict
+            ``{"mean_widths": {layer: {"w", "a", "g"}}, "mean_r": {layer: {"w", "a", "g"}},
+            "share_4bit": fraction of the epoch's tensor choices that were 4-bit,
+            "group_pairs": {phase: n}, "fmac_rounds": {phase: n}}`` (``fmac_rounds`` =
+            group pairs x ``rounds(mx, my)``).
+        """
+        ep = self._ep
+        mean_w, mean_r = {}, {}
+        n4 = n = 0
+        for name in self.layers:
+            mean_w[name], mean_r[name] = {}, {}
+            for t in TENSORS:
+                k = ep["n"][t][name]
+                mean_w[name][t] = ep["sum"][t][name] / k if k else None
+                mean_r[name][t] = ep["r"][t][name] / k if k else None
+                n4 += (ep["sum"][t][name] - 2 * k) // 2
+                n += k
+        rec = {"mean_widths": mean_w, "mean_r": mean_r, "share_4bit": n4 / n if n else None,
+               "group_pairs": dict(ep["pairs"]), "fmac_rounds": dict(ep["rounds"])}
+        self.training = False
+        self._new_epoch()
+        return rec
+
+    def summary_record(self) -> dict:
+        """The width map and the GEMM shapes of the whole run.
+
+        Returns
+        -------
+        dict
+            ``layers``: names in network order (``l = 1..L``); ``iterations_per_epoch``;
+            ``iterations``: training iterations recorded; ``widths``: ``{"w"|"a"|"g": {layer:
+            str}}``, one character per recorded iteration in training order (``"2"``, ``"4"``,
+            or ``"-"`` when not chosen); ``gemm_shapes``: list of shape tables ``{layer: {phase:
+            [M, K, N]}}`` (``C (M x N) = X (M x K) . Y (K x N)``); ``shape_runs``: ``[[first
+            iteration (0-based), table index], ...]``, the table each iteration used from its
+            first iteration on (only the last, smaller mini-batch of an epoch changes it);
+            ``g_source``: ``{layer: {"bwd_data": n, "wgrad": n}}``, the GEMM that decided G's
+            width; ``group_pairs`` and ``fmac_rounds``: ``{phase: total}`` over the run;
+            ``algorithm``: the constants.
+
+        Notes
+        -----
+        One character per iteration, layer and tensor keeps the record small (15 epochs of the
+        digits set: 675 iterations x 3 layers x 3 tensors, about 6 kB; a 60 000-sample set,
+        about 250 kB) while keeping every choice, so the width map can be drawn per iteration.
+        """
+        return {
+            "layers": list(self.layers),
+            "iterations_per_epoch": self.run.iterations,
+            "iterations": self._committed,
+            "widths": {t: {name: "".join(v) for name, v in self._widths[t].items()}
+                       for t in TENSORS},
+            "gemm_shapes": self._tables,
+            "shape_runs": self._runs,
+            "g_source": self._g_source,
+            "group_pairs": dict(self._pairs),
+            "fmac_rounds": dict(self._rounds),
+            "algorithm": {"adaptive": self.fixed_m is None, "fixed_m": self.fixed_m,
+                          "alpha": ALPHA, "beta": BETA, "L": self.L, "I": self.I,
+                          "group": GROUP, "array": list(ARRAY), "fmac_mode": self.fmac_mode},
+        }
+
+
+    @classmethod
+    def markdown(cls, result: dict) -> str:
+        """The width table of ``train.md``: per layer, the share of 4-bit choices of W, A and G
+        in the first epoch, the last epoch and the whole run, and which GEMM measured G."""
+        return width_table(result["format"]) if result.get("format") else ""
+
+    @classmethod
+    def plot(cls, result: dict, folder) -> list:
+        """``widths-<name>.png`` in ``folder``: the width map of an adaptive run (layers x
+        iterations for W, A and G, :func:`flows.studies.fast_time.plot_widths`); nothing for
+        the fixed widths of ``fast-low`` and ``fast-high``."""
+        summary = result.get("format") or {}
+        if not summary.get("algorithm", {}).get("adaptive"):
+            return []
+        from pathlib import Path
+
+        from ...fast_time import plot_widths
+
+        name = f"widths-{cls.name}.png"
+        plot_widths(summary, Path(folder) / name)
+        return [name]
+
+
+def _share4(s: str):
+    n = sum(c.isdigit() for c in s)
+    return s.count("4") / n if n else None
+
+
+def width_table(summary: dict) -> str:
+    """Markdown: per layer and tensor, the share of iterations that used 4-bit magnitudes
+    (first epoch, last epoch, whole run) and the GEMM that measured G; see
+    :meth:`FAST.summary_record` for the record."""
+    alg = summary.get("algorithm", {})
+    per, n = summary["iterations_per_epoch"], summary["iterations"]
+    if not alg.get("adaptive"):
+        return (f"Fixed {alg.get('fixed_m')}-bit magnitudes for every tensor "
+                f"({n} iterations).")
+    last = max(0, (n // per - 1) * per) if per else 0
+
+    def pct(v):
+        return "—" if v is None else f"{100 * v:.0f} %"
+
+    lines = [f"Algorithm 1 (alpha {alg['alpha']}, beta {alg['beta']}, L = {alg['L']}, "
+             f"I = {alg['I']}): share of iterations with 4-bit magnitudes, "
+             "first epoch / last epoch / whole run.", "",
+             "| layer | W | A | G | G measured in |", "|---|---|---|---|---|"]
+    for layer in summary["layers"]:
+        cells = []
+        for t in TENSORS:
+            s = summary["widths"][t][layer]
+            cells.append(" / ".join(pct(_share4(x)) for x in (s[:per], s[last:last + per], s)))
+        src = summary.get("g_source", {}).get(layer, {})
+        where = ", ".join(f"{k} ({v})" for k, v in src.items() if v) or "—"
+        lines.append(f"| {layer} | " + " | ".join(cells) + f" | {where} |")
+    return "\n".join(lines)
+
+
+class FASTLow(FAST):
+    """FAST's datapath with 2-bit magnitudes for every tensor (LowBFP)."""
+
+    name = "fast-low"
+    summary = "FAST datapath, 2-bit magnitudes everywhere (LowBFP): BFP groups of 16, SR gradients"
+    paper = "FAST Table II: LowBFP (fixed 2-bit) loses 3 to 5.6 points against FP32"
+    fixed_m = 2
+
+
+class FASTHigh(FAST):
+    """FAST's datapath with 4-bit magnitudes for every tensor (HighBFP)."""
+
+    name = "fast-high"
+    summary = "FAST datapath, 4-bit magnitudes everywhere (HighBFP): BFP groups of 16, SR gradients"
+    paper = "FAST Table II: HighBFP (fixed 4-bit) within 0.05 points of FP32"
+    fixed_m = 4
+
+
+#: format name → class
+FORMATS = {"fast": FAST, "fast-low": FASTLow, "fast-high": FASTHigh}
+
+__all__ = ["FORMATS", "FAST", "FASTLow", "FASTHigh", "FastFormatError", "ALPHA", "BETA", "ARRAY",
+           "FMAC_MODE", "TENSORS", "NOT_CHOSEN", "lane_states_for", "narrow", "group_pairs",
+           "width_table"]

@@ -1,0 +1,153 @@
+"""HBFP training (``hbfp8``, ``hbfp12``): block floating point in every dot product, bfloat16
+results, wide BFP weight storage.
+
+Every GEMM of the three training phases is :func:`golden.equinox.hbfp.hbfp_matmul`, the Equinox
+datapath: the left operand ``x`` is quantized per row segment of ``T`` values (one shared 8-bit
+exponent, ``m``-bit two's complement mantissas), the right operand ``y`` per ``T x T`` tile, both
+with ``floor`` rounding (the Equinox quantizer's "aligning, and truncating"); each K-tile's
+integer dot products go through an ``A``-bit accumulator and the normalizer to bfloat16, and the
+K-tile partials are summed in bfloat16 in ascending K order.  The result is widened to float32.
+So the weights are tiled in ``fwd`` (``A @ W``) and ``bwd_data`` (``G @ W.T``), the gradients in
+``wgrad`` (``A.T @ G``, where the activations are the row-segmented operand).
+
+Choices
+-------
+``T = 16``
+    The block size of the golden model's default array and of the ``equinox-paper`` preset
+    (:class:`golden.equinox.ArrayConfig`: ``T = n * w`` with 4 x 4 PEs of 4 MACs).  The HBFP
+    papers train with larger tiles (24 and up); smaller tiles give smaller quantization errors.
+``A`` (:func:`acc_bits`)
+    Equinox's 24-bit accumulator when it holds ``T`` largest products without wrapping, else
+    the narrowest width that does: ``T * 2**(2m - 2) <= 2**(A - 1) - 1``.  The golden
+    accumulator wraps silently (no saturation), so the width is chosen to make wrapping
+    impossible; below it a dot product can wrap to a wrong sign.  ``T = 16`` gives ``A = 24``
+    for hbfp8 (24 bits would hold up to 511 products) and ``A = 28`` for hbfp12.
+Wide weight storage (:meth:`HBFP.store_weight`)
+    The master weights are kept as the thesis keeps them: after every optimizer step each
+    ``T x T`` tile of the weight matrix (the tiles the ``fwd`` and ``bwd_data`` GEMMs use) is
+    re-quantized to 16-bit mantissas with :func:`golden.equinox.hbfp.weight_store` and stored
+    as its exact value (:func:`~golden.equinox.hbfp.bfp_dequantize`).  The engine's FP32
+    optimizer step on that value followed by the re-quantization is the thesis's
+    :func:`~golden.equinox.hbfp.weight_update` (dequantize, add the FP32 update, re-quantize).
+    The dot products then quantize the stored values to ``m`` bits with ``floor``, which is
+    reading the top ``m`` bits of the wide mantissas (:func:`~golden.equinox.hbfp.weight_narrow`)
+    — except for a tile whose largest element was stored as the most negative wide mantissa
+    ``-2**15``: its value is a power of two one exponent higher, and the tile is read with that
+    exponent (one mantissa bit less for its other elements).
+Non-finite operands
+    The golden model rejects Inf/NaN (they cannot be block floating point).  A diverging run's
+    non-finite operand gives an all-NaN GEMM result, and a non-finite weight is stored as it
+    is, so the engine reports the divergence.
+"""
+
+import numpy as np
+
+from golden.common import bf16_to_float
+from golden.equinox import ArrayConfig
+from golden.equinox.hbfp import HBFPInputError, bfp_dequantize, hbfp_matmul, weight_store
+
+from .base import Format
+
+#: block size: the default Equinox array's ``T = n * w`` (the ``equinox-paper`` preset)
+T = ArrayConfig().T
+#: mantissa bits of the wide weight storage
+WIDE = 16
+#: Equinox's accumulator width
+EQUINOX_ACC = 24
+
+
+def acc_bits(m: int, T: int = T) -> int:
+    """The accumulator width of ``hbfp<m>``: 24 bits (Equinox's) when ``T`` products cannot wrap
+    it, else the narrowest width where they cannot.
+
+    The largest product of two ``m``-bit two's complement mantissas is
+    ``(-2**(m - 1))**2 = 2**(2m - 2)``; ``T`` of them fit an ``A``-bit two's complement
+    accumulator when ``T * 2**(2m - 2) <= 2**(A - 1) - 1`` (the most negative sum,
+    ``T * -2**(m - 1) * (2**(m - 1) - 1)``, is smaller in magnitude).
+    """
+    return max(EQUINOX_ACC, (T << (2 * m - 2)).bit_length() + 1)
+
+
+def store_tiles(w: np.ndarray, T: int = T, wide: int = WIDE) -> np.ndarray:
+    """``w`` as the wide BFP storage holds it: every ``T x T`` tile (from the top-left corner;
+    the last ones zero-padded) quantized to ``wide``-bit mantissas with
+    :func:`golden.equinox.hbfp.weight_store` (``floor``) and dequantized exactly.
+
+    Parameters
+    ----------
+    w : numpy.ndarray
+        (K, M) float32 weights, finite.
+    T : int
+        Tile side.
+    wide : int
+        Mantissa bits of the storage.
+
+    Returns
+    -------
+    numpy.ndarray
+        (K, M) float32.
+    """
+    w = np.asarray(w, dtype=np.float32)
+    K, M = w.shape
+    kt, mt = -(-K // T), -(-M // T)
+    wp = np.zeros((kt * T, mt * T), dtype=np.float32)
+    wp[:K, :M] = w
+    tiles = wp.reshape(kt, T, mt, T).transpose(0, 2, 1, 3).reshape(kt, mt, T * T)
+    v = bfp_dequantize(*weight_store(tiles, wide), wide)
+    v = v.reshape(kt, mt, T, T).transpose(0, 2, 1, 3).reshape(kt * T, mt * T)
+    return v[:K, :M].astype(np.float32)
+
+
+class HBFP(Format):
+    """HBFP with ``m``-bit mantissas, blocks of :data:`T`, an :func:`acc_bits` accumulator and
+    :data:`WIDE`-bit weight storage (module docstring)."""
+
+    name = "hbfp"
+    #: mantissa bits of the dot products
+    m = 8
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.T = T
+        self.A = acc_bits(self.m, self.T)
+
+    def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
+        try:
+            bits = hbfp_matmul(x, y, self.T, self.m, self.A)
+        except HBFPInputError:
+            if np.isfinite(x).all() and np.isfinite(y).all():
+                raise
+            return np.full((x.shape[0], y.shape[1]), np.nan, dtype=np.float32)
+        return np.asarray(bf16_to_float(bits))
+
+    def store_weight(self, w: np.ndarray, layer: str) -> np.ndarray:
+        if not np.isfinite(w).all():
+            return w
+        return store_tiles(w, self.T, WIDE)
+
+    def summary_record(self) -> dict:
+        return {"m": self.m, "T": self.T, "A": self.A, "wide": WIDE}
+
+
+class HBFP8(HBFP):
+    name = "hbfp8"
+    m = 8
+    summary = (f"HBFP: 8-bit mantissas in blocks of {T} (T x T weight tiles), "
+               f"{acc_bits(8)}-bit accumulators, bfloat16 results, {WIDE}-bit weight storage")
+    paper = ("HBFP thesis: hbfp8 with 16-bit wide weight storage trains to within about "
+             "0.5 points of FP32")
+
+
+class HBFP12(HBFP):
+    name = "hbfp12"
+    m = 12
+    summary = (f"HBFP: 12-bit mantissas in blocks of {T} (T x T weight tiles), "
+               f"{acc_bits(12)}-bit accumulators, bfloat16 results, {WIDE}-bit weight storage")
+    paper = "HBFP thesis: hbfp12 matches FP32"
+
+
+#: format name → class
+FORMATS = {"hbfp8": HBFP8, "hbfp12": HBFP12}
+
+__all__ = ["FORMATS", "HBFP", "HBFP8", "HBFP12", "T", "WIDE", "EQUINOX_ACC", "acc_bits",
+           "store_tiles"]

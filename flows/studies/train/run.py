@@ -1,0 +1,521 @@
+"""``trainfab train``: one training run per number format, in parallel processes, and its report.
+
+Usage::
+
+    trainfab train [--model mlp|cnn|cnn-q4] [--formats fp32,bf16,...|all] [--epochs N] [--seed S]
+                   [-j N] [--dataset FILE.npz] [--capture DIR] [-o DIR]
+
+Every format trains the same model from the same initial weights on the same data order (one
+seed): the only difference between two runs is the arithmetic of their GEMMs and the storage of
+their stashed tensors (:mod:`flows.studies.train.formats`).  Formats run in parallel processes
+(``-j``, default 2); a progress bar per format shows its epoch, loss, accuracy and time left
+when standard error is a terminal.
+
+Outputs (``-o``, default ``build/train/<model>``), moved into place when the run ends:
+
+``train.json``
+    ``{"config": {...}, "formats": {name: {"final_test_accuracy", "best_epoch",
+    "diverged_at", "epochs": [{"epoch", "loss", "train_accuracy", "test_accuracy",
+    "format": {...}}], "format": {...}}}}``: no times or host names, so one seed gives one
+    file, byte for byte.
+``train.md``
+    the accuracy table (final test accuracy, change against fp32, best epoch, wall time, the
+    paper's claim beside it) and each format's own tables (FAST's chosen widths, Schrödinger's FP
+    footprints).
+``train.csv``
+    one row per format and epoch.
+``accuracy.png``, ``loss.png``
+    one line per format.
+``widths-fast.png``, ``bitlengths-schrodinger.png``, ``bitlengths-bitwave.png``
+    the chosen mantissa widths per layer and iteration; the learned bitlengths per epoch.
+
+A format whose loss becomes NaN or infinite is reported as diverged at that epoch; the others
+go on.  Ctrl-C stops every run and writes the records of the epochs that finished (``train.json``
+then says ``"interrupted": true``).
+
+``--capture DIR`` records, for the first mini-batch of every epoch, both operands of every GEMM
+of every layer in the three phases, as bfloat16 bit patterns (:mod:`flows.studies.captures`),
+one sub-folder per format: ``trainfab speedup DIR/<format>`` and ``trainfab tensor-stats
+DIR/<format>`` read them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import multiprocessing
+import os
+import queue as queue_mod
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ... import FlowError
+
+HELP = ("train a small network in every number format (accuracy beside the papers' claims); "
+        "optionally capture the training GEMMs' operands")
+
+#: bounds of the numeric options (the error names the option and the range)
+EPOCHS_RANGE = (1, 1000)
+BATCH_RANGE = (1, 4096)
+JOBS_RANGE = (1, 64)
+SEED_RANGE = (0, 2**32 - 1)
+LIMIT_RANGE = (10, 10**7)
+
+
+def _formats():
+    from .formats import FORMATS
+
+    return FORMATS
+
+
+def _models():
+    from .engine import MODELS
+
+    return MODELS
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """The options of one ``trainfab train`` run (the CLI builds it from its arguments)."""
+
+    #: model name (``mlp``, ``cnn``, ``cnn-q4``)
+    model: str = "cnn"
+    #: format names, in the order of the report
+    formats: tuple[str, ...] = ()
+    #: training epochs (None: the engine's default)
+    epochs: int | None = None
+    #: seed of the data split, the initialization, the data order and every format's randomness
+    seed: int = 0
+    #: parallel processes
+    jobs: int = 2
+    #: a user's ``.npz`` dataset (None: scikit-learn's digits)
+    dataset: str | None = None
+    #: capture folder (None: no capture)
+    capture: str | None = None
+    #: output folder (None: ``build/train/<model>``)
+    output: str | None = None
+    #: mini-batch size (None: the engine's default)
+    batch_size: int | None = None
+    #: samples kept from the (shuffled) dataset before the split (None: all)
+    limit: int | None = None
+    #: show progress bars (only on a terminal)
+    progress: bool = True
+
+
+def _check_range(name: str, value, lo, hi) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise FlowError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """``--formats``: a comma-separated list of format names, or ``all``."""
+    known = _formats()
+    if text.strip() == "all":
+        return tuple(known)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise FlowError("--formats is empty; known formats: " + ", ".join(known))
+    for n in names:
+        if n not in known:
+            raise FlowError(f"unknown format {n!r}; known formats: {', '.join(known)}")
+    seen = []
+    for n in names:
+        if n in seen:
+            raise FlowError(f"format {n!r} is named twice in --formats")
+        seen.append(n)
+    return tuple(seen)
+
+
+def output_folder(opts: TrainOptions) -> Path:
+    from ... import build_dir
+
+    return Path(opts.output) if opts.output else build_dir() / "train" / opts.model
+
+
+def _check_writable(folder: Path, what: str) -> None:
+    """One line when ``folder`` cannot be written, before any training."""
+    from ...runs import ensure_dir
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise FlowError(f"{what} {folder} is a file, not a folder")
+    parent = next((p for p in [folder, *folder.parents] if p.exists()), None)
+    if parent is None or not parent.is_dir():
+        raise FlowError(f"{what} {folder} cannot be created: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FlowError(f"{what} {folder} is not writable ({parent} does not allow writing)")
+    del ensure_dir
+
+
+def validate(opts: TrainOptions):
+    """Every check that can fail before training: returns ``(formats, dataset)``."""
+    from .data import DatasetError, load_dataset
+
+    if opts.model not in _models():
+        raise FlowError(f"unknown model {opts.model!r}; known models: {', '.join(_models())}")
+    formats = opts.formats or tuple(_formats())
+    for n in formats:
+        if n not in _formats():
+            raise FlowError(f"unknown format {n!r}; known formats: {', '.join(_formats())}")
+    _check_range("--epochs", opts.epochs, *EPOCHS_RANGE)
+    _check_range("--batch-size", opts.batch_size, *BATCH_RANGE)
+    _check_range("-j/--jobs", opts.jobs, *JOBS_RANGE)
+    _check_range("--seed", opts.seed, *SEED_RANGE)
+    _check_range("--limit", opts.limit, *LIMIT_RANGE)
+    try:
+        data = load_dataset(opts.dataset, opts.seed, limit=opts.limit)
+    except DatasetError as e:
+        raise FlowError(str(e)) from None
+    from .engine import build_model
+
+    try:
+        build_model(opts.model, data.input_shape, data.classes, opts.seed)
+    except ValueError as e:
+        raise FlowError(str(e)) from None
+    _check_writable(output_folder(opts), "output folder")
+    if opts.capture:
+        _check_writable(Path(opts.capture), "capture folder")
+    return formats, data
+
+
+# --- one format, in a worker process
+
+
+def _train_one(name: str, opts: TrainOptions, events) -> dict:
+    """Train ``opts.model`` in format ``name``; progress goes to ``events`` (a queue)."""
+    from . import engine
+    from .data import load_dataset
+
+    data = load_dataset(opts.dataset, opts.seed, limit=opts.limit)
+    cls = _formats()[name]
+    writer = None
+    if opts.capture:
+        from ..captures import CaptureWriter
+
+        writer = CaptureWriter(Path(opts.capture) / name,
+                               {"model": opts.model, "format": name, "seed": opts.seed,
+                                "batch_size": opts.batch_size or engine.DEFAULTS["batch_size"],
+                                "dataset": data.name})
+    start = time.monotonic()
+
+    def on_batch(epoch, iteration, iterations, loss):
+        events.put(("batch", name, epoch, iteration, iterations, float(loss)))
+
+    def on_epoch(record):
+        events.put(("epoch", name, _plain(record)))
+
+    def capture(epoch, iteration, layer, phase, x, y):
+        writer.add(epoch, layer, phase, x, y)
+
+    kwargs = {}
+    if opts.batch_size is not None:
+        kwargs["batch_size"] = opts.batch_size
+    try:
+        result = engine.train(opts.model, cls, data, opts.epochs or engine.DEFAULTS["epochs"],
+                              seed=opts.seed, on_epoch=on_epoch,
+                              on_batch=on_batch, capture=capture if writer else None, **kwargs)
+    finally:
+        if writer is not None:
+            writer.close()
+    result = _plain(result)
+    events.put(("done", name, result, time.monotonic() - start))
+    return result
+
+
+def _worker(name, opts, events):
+    try:
+        return _train_one(name, opts, events)
+    except KeyboardInterrupt:
+        return None
+    except Exception as e:  # reported by the parent as one line
+        import traceback
+
+        events.put(("error", name, f"{type(e).__name__}: {e}", traceback.format_exc()))
+        return None
+
+
+def _plain(obj):
+    """``obj`` with NumPy scalars and arrays turned into JSON values (floats kept exact)."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        obj = float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# --- progress
+
+
+class _Progress:
+    """One bar per format (tqdm), on standard error only when it is a terminal."""
+
+    def __init__(self, names, epochs: int, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bars = {}
+        self.epochs = epochs
+        if self.enabled:
+            from tqdm import tqdm
+
+            width = max(len(n) for n in names)
+            for i, n in enumerate(names):
+                self.bars[n] = tqdm(total=epochs, position=i, desc=n.ljust(width), unit="epoch",
+                                    leave=True, dynamic_ncols=True, file=sys.stderr,
+                                    bar_format="{desc} {percentage:3.0f}%|{bar:20}| "
+                                               "{n:.2f}/{total} epochs [{elapsed}<{remaining}]"
+                                               "{postfix}")
+
+    def batch(self, name, epoch, iteration, iterations, loss):
+        bar = self.bars.get(name)
+        if bar is not None:
+            bar.n = (epoch - 1) + (iteration + 1) / iterations
+            bar.set_postfix_str(f"loss {loss:.3f}", refresh=False)
+            bar.refresh()
+
+    def epoch(self, name, record):
+        bar = self.bars.get(name)
+        if bar is not None:
+            bar.n = record["epoch"]
+            acc = record.get("test_accuracy")
+            bar.set_postfix_str(f"loss {record['loss']:.3f}, test "
+                                f"{'—' if acc is None else f'{100 * acc:.1f} %'}", refresh=False)
+            bar.refresh()
+
+    def close(self):
+        for bar in self.bars.values():
+            bar.close()
+
+
+# --- the run
+
+
+@dataclass
+class TrainRun:
+    """What a run produced (the parent's view)."""
+
+    options: TrainOptions
+    formats: tuple[str, ...]
+    results: dict = field(default_factory=dict)
+    epochs: dict = field(default_factory=dict)
+    wall: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def train(opts: TrainOptions) -> TrainRun:
+    """Run every format of ``opts`` (in ``opts.jobs`` processes) and write the outputs.
+
+    Raises :class:`FlowError` for bad options before anything is written.  Returns the run;
+    its outputs are in :func:`output_folder`.
+    """
+    formats, data = validate(opts)
+    from . import engine
+
+    epochs = opts.epochs or engine.DEFAULTS["epochs"]
+    run = TrainRun(options=opts, formats=formats)
+    run.epochs = {n: [] for n in formats}
+    ctx = multiprocessing.get_context("fork")
+    events = ctx.Queue()
+    progress = _Progress(formats, epochs, opts.progress)
+    pending = list(formats)
+    running = {}
+    jobs = min(opts.jobs, len(formats))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                name = pending.pop(0)
+                p = ctx.Process(target=_worker, args=(name, opts, events), daemon=True)
+                p.start()
+                running[name] = p
+            try:
+                ev = events.get(timeout=0.5)
+            except queue_mod.Empty:
+                for name, p in list(running.items()):
+                    if not p.is_alive() and name not in run.results:
+                        p.join()
+                        run.errors.setdefault(name, (f"the process exited with status "
+                                                     f"{p.exitcode}", ""))
+                        del running[name]
+                continue
+            kind, name = ev[0], ev[1]
+            if kind == "batch":
+                progress.batch(*ev[1:])
+            elif kind == "epoch":
+                run.epochs[name].append(ev[2])
+                progress.epoch(name, ev[2])
+            elif kind == "done":
+                run.results[name], run.wall[name] = ev[2], ev[3]
+                running.pop(name).join()
+            elif kind == "error":
+                run.errors[name] = (ev[2], ev[3])
+                running.pop(name).join()
+    except KeyboardInterrupt:
+        run.interrupted = True
+        for p in running.values():
+            p.terminate()
+        for p in running.values():
+            p.join()
+    finally:
+        progress.close()
+    write_outputs(run, data)
+    return run
+
+
+def _partial_result(records: list) -> dict:
+    """A format's result from the epochs that finished (an interrupted or failed run)."""
+    tests = [r.get("test_accuracy") for r in records]
+    best = max(range(len(records)), key=lambda i: tests[i] or -1.0) if records else None
+    return {"final_test_accuracy": tests[-1] if records else None,
+            "best_epoch": records[best]["epoch"] if records else None,
+            "diverged_at": None, "epochs": records, "format": {}, "finished": False}
+
+
+def results_of(run: TrainRun) -> dict:
+    """Every format's result in the order of the run (finished or partial)."""
+    out = {}
+    for name in run.formats:
+        if name in run.results:
+            out[name] = dict(run.results[name], finished=True)
+        else:
+            out[name] = _partial_result(run.epochs.get(name, []))
+            if name in run.errors:
+                out[name]["error"] = run.errors[name][0]
+    return out
+
+
+def config_record(run: TrainRun, data) -> dict:
+    from . import engine
+
+    o = run.options
+    return {"model": o.model, "formats": list(run.formats),
+            "epochs": o.epochs or engine.DEFAULTS["epochs"],
+            "batch_size": o.batch_size or engine.DEFAULTS["batch_size"],
+            "seed": o.seed, "dataset": data.name, "train_samples": int(len(data.y_train)),
+            "test_samples": int(len(data.y_test)), "limit": o.limit,
+            "hyperparameters": {k: engine.DEFAULTS[k] for k in
+                                ("lr", "momentum", "weight_decay", "schedule")}}
+
+
+def write_outputs(run: TrainRun, data) -> Path:
+    """Write train.json/md/csv and the plots into the output folder (staged)."""
+    from ...runs import staged
+
+    results = results_of(run)
+    doc = {"config": config_record(run, data), "formats": results}
+    if run.interrupted:
+        doc["interrupted"] = True
+    out = output_folder(run.options)
+    with staged(out, stale=OUTPUTS) as work:
+        (work / "train.json").write_text(json.dumps(_plain(doc), indent=1) + "\n")
+        (work / "train.csv").write_text(epochs_csv(results))
+        (work / "train.md").write_text(markdown(run, results, doc["config"]))
+        plots(work, results)
+    return out
+
+
+OUTPUTS = ("train.json", "train.md", "train.csv", "accuracy.png", "loss.png", "widths-fast.png",
+           "bitlengths-schrodinger.png", "bitlengths-bitwave.png")
+
+
+def epochs_csv(results: dict) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["format", "epoch", "loss", "train_accuracy", "test_accuracy"])
+    for name, r in results.items():
+        for e in r["epochs"]:
+            w.writerow([name, e["epoch"], _num(e.get("loss")), _num(e.get("train_accuracy")),
+                        _num(e.get("test_accuracy"))])
+    return buf.getvalue()
+
+
+def _num(v):
+    return "" if v is None else repr(float(v))
+
+
+def _pct(v) -> str:
+    return "—" if v is None else f"{100 * v:.2f} %"
+
+
+def markdown(run: TrainRun, results: dict, config: dict) -> str:
+    cls = _formats()
+    ref = results.get("fp32", {}).get("final_test_accuracy")
+    lines = [f"# Training in every format: `{config['model']}` on {config['dataset']}", "",
+             f"{config['train_samples']} training and {config['test_samples']} test samples, "
+             f"{config['epochs']} epochs, batch {config['batch_size']}, seed {config['seed']}. "
+             "Every format starts from the same weights and sees the same data order.", ""]
+    if run.interrupted:
+        lines += ["**Interrupted**: the records below are those of the epochs that finished.", ""]
+    lines += ["| format | final test accuracy | vs fp32 | best epoch | wall time | paper's claim |",
+              "|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        acc = r.get("final_test_accuracy")
+        delta = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.2f} points"
+        status = ""
+        if r.get("diverged_at") is not None:
+            status = f" (diverged at epoch {r['diverged_at']})"
+        elif r.get("error"):
+            status = f" (failed: {r['error']})"
+        elif not r.get("finished", True):
+            status = f" (stopped after {len(r['epochs'])} epochs)"
+        wall = run.wall.get(name)
+        lines.append(f"| {name} | {_pct(acc)}{status} | {delta} | {r.get('best_epoch') or '—'} | "
+                     f"{'—' if wall is None else f'{wall:.0f} s'} | "
+                     f"{getattr(cls.get(name), 'paper', '')} |")
+    lines.append("")
+    for name, r in results.items():
+        if name in cls and r.get("format"):
+            text = cls[name].markdown(r)
+            if text:
+                lines += [f"## {name}", "", text.rstrip(), ""]
+    return "\n".join(lines)
+
+
+
+
+
+def plots(work: Path, results: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for key, fname, label in (("test_accuracy", "accuracy.png", "test accuracy"),
+                              ("loss", "loss.png", "training loss")):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for name, r in results.items():
+            xs = [e["epoch"] for e in r["epochs"] if e.get(key) is not None]
+            ys = [e[key] for e in r["epochs"] if e.get(key) is not None]
+            if xs:
+                ax.plot(xs, ys, marker=".", label=name)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        if key == "loss":
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(work / fname, dpi=110)
+        plt.close(fig)
+    cls = _formats()
+    for name, r in results.items():
+        if name in cls and r.get("format"):
+            cls[name].plot(r, work)
+
+
+__all__ = ["HELP", "TrainOptions", "TrainRun", "parse_formats", "validate", "train",
+           "output_folder", "write_outputs"]

@@ -1,0 +1,227 @@
+"""The FAST time-to-accuracy study: GEMM pricing on the fMAC array and the iso-area arrays
+(expected cycles derived here from ``rounds``), time to accuracy, trajectories, outputs, errors."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from flows.studies.fast_time import (
+    FastTimeError,
+    ISO_AREA,
+    fast_time_study,
+    iteration_tables,
+    width_matrix,
+)
+from golden.fast.numerics import rounds
+
+CELLS = 256 * 64
+PER = 3          # iterations per epoch
+EPOCHS = 3
+LAYERS = ["c1", "fc"]
+FULL = {"c1": {"fwd": [4096, 27, 64], "bwd_data": [4096, 64, 27], "wgrad": [27, 4096, 64]},
+        "fc": {"fwd": [1000, 37, 50], "bwd_data": [1000, 50, 37], "wgrad": [37, 1000, 50]}}
+LAST = {"c1": {"fwd": [1536, 27, 64], "bwd_data": [1536, 64, 27], "wgrad": [27, 1536, 64]},
+        "fc": {"fwd": [375, 37, 50], "bwd_data": [375, 50, 37], "wgrad": [37, 375, 50]}}
+
+
+def widths_for(kind):
+    """Per tensor and layer one width per iteration (lists of ints)."""
+    n = PER * EPOCHS
+    if kind == "fast-low":
+        return {t: {l: [2] * n for l in LAYERS} for t in "wag"}
+    if kind == "fast-high":
+        return {t: {l: [4] * n for l in LAYERS} for t in "wag"}
+    return {"w": {"c1": [2, 2, 2, 2, 4, 4, 4, 4, 4], "fc": [2, 4, 4, 4, 4, 4, 4, 4, 4]},
+            "a": {"c1": [2, 2, 2, 2, 2, 2, 4, 4, 4], "fc": [4] * n},
+            "g": {"c1": [2, 2, 4, 2, 4, 4, 4, 4, 4], "fc": [2, 2, 2, 4, 4, 4, 4, 4, 4]}}
+
+
+def shapes_of(it):
+    return LAST if it % PER == PER - 1 else FULL
+
+
+def expected_fast(widths):
+    """Per-iteration cycles and per-phase fMAC rounds, from the shapes and widths directly."""
+    cyc, work = [], {"fwd": 0, "bwd_data": 0, "wgrad": 0}
+    for it in range(PER * EPOCHS):
+        c = 0
+        for layer in LAYERS:
+            w, a, g = (widths[t][layer][it] for t in "wag")
+            for phase, (mx, my) in (("fwd", (a, w)), ("bwd_data", (g, w)), ("wgrad", (a, g))):
+                M, K, N = shapes_of(it)[layer][phase]
+                rw = M * N * math.ceil(K / 16) * rounds(mx, my)
+                c += math.ceil(rw / CELLS)
+                work[phase] += rw
+        cyc.append(c)
+    return cyc, work
+
+
+def expected_mac_epoch(pes):
+    return sum(math.ceil(M * K * N / pes) for it in range(PER) for layer in LAYERS
+               for (M, K, N) in shapes_of(it)[layer].values())
+
+
+def summary(kind, fmac_rounds=None):
+    w = widths_for(kind)
+    return {
+        "layers": LAYERS, "iterations_per_epoch": PER, "iterations": PER * EPOCHS,
+        "widths": {t: {l: "".join(map(str, v)) for l, v in w[t].items()} for t in "wag"},
+        "gemm_shapes": [FULL, LAST],
+        "shape_runs": [[e * PER + k, k // (PER - 1)] for e in range(EPOCHS) for k in (0, PER - 1)],
+        "fmac_rounds": fmac_rounds if fmac_rounds is not None else expected_fast(w)[1],
+        "algorithm": {"adaptive": kind == "fast"},
+    }
+
+
+def run_record(accs, fmt=None):
+    return {"final_test_accuracy": accs[-1], "diverged_at": None,
+            "epochs": [{"epoch": e + 1, "loss": 1.0, "train_accuracy": a, "test_accuracy": a,
+                        "format": {}} for e, a in enumerate(accs)],
+            "format": fmt or {}}
+
+
+ACCS = {"fp32": [0.80, 0.90, 0.95], "fast": [0.85, 0.946, 0.96], "fast-low": [0.5, 0.6, 0.7],
+        "fast-high": [0.90, 0.95, 0.96], "bf16": [0.94, 0.95, 0.95]}
+
+
+def write_run(folder: Path, names=tuple(ACCS)) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    fmts = {n: run_record(ACCS[n], summary(n) if n.startswith("fast") else None) for n in names}
+    doc = {"config": {"model": "toy", "epochs": EPOCHS}, "formats": fmts}
+    (folder / "train.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_shape_runs_expand_per_iteration():
+    tabs = iteration_tables(summary("fast"))
+    assert [t is LAST for t in tabs] == [it % PER == PER - 1 for it in range(PER * EPOCHS)]
+
+
+def test_pricing_and_time_to_accuracy(tmp_path):
+    res = fast_time_study(write_run(tmp_path / "run"), tmp_path / "out")
+    rows = {(r["array"], r["format"]) for r in res["rows"]}
+    target = 0.95 - 0.005
+    assert res["target"]["accuracy"] == pytest.approx(target)
+    by_fmt = {r["format"]: r for r in res["rows"] if r["kind"] == "fmac"}
+    assert set(by_fmt) == {"fast", "fast-low", "fast-high"}
+    for name, r in by_fmt.items():
+        cyc, work = expected_fast(widths_for(name))
+        ep = [sum(cyc[e * PER:(e + 1) * PER]) for e in range(EPOCHS)]
+        assert r["epoch_cycles"] == ep
+        assert res["fast_work"][name]["fmac_rounds"] == work
+        assert res["fast_work"][name]["matches"] is True
+        hit = next((e for e, a in enumerate(ACCS[name]) if a >= target), None)
+        if hit is None:
+            assert r["reached_epoch"] is None and r["tta_cycles"] is None
+        else:
+            assert r["reached_epoch"] == hit + 1
+            assert r["tta_cycles"] == sum(ep[:hit + 1])
+            assert r["tta_seconds"] == pytest.approx(sum(ep[:hit + 1]) / 500e6)
+    assert by_fmt["fast-low"]["reached_epoch"] is None
+    # the adaptive run does less work per epoch than HighBFP and more than LowBFP here
+    assert (by_fmt["fast-low"]["cycles_per_epoch"] < by_fmt["fast"]["cycles_per_epoch"]
+            < by_fmt["fast-high"]["cycles_per_epoch"])
+    fast_tta = by_fmt["fast"]["tta_cycles"]
+    mac = {r["array"]: r for r in res["rows"] if r["kind"] == "mac"}
+    assert set(mac) == set(ISO_AREA)
+    expect_src = {"HFP8": "fp32", "MSFP-12": "fast-high", "INT-12": "fp32", "bfloat16": "bf16",
+                  "FP16": "fp32", "FP32": "fp32"}
+    for array, r in mac.items():
+        assert r["format"] == expect_src[array]
+        pes = {"HFP8": 245 ** 2, "MSFP-12": 230 ** 2, "INT-12": 210 ** 2, "bfloat16": 180 ** 2,
+               "FP16": 150 ** 2, "FP32": 180 ** 2 // 2}[array]
+        assert r["pes"] == pes
+        one = expected_mac_epoch(pes)
+        assert r["epoch_cycles"] == [one] * EPOCHS
+        hit = next(e for e, a in enumerate(ACCS[r["format"]]) if a >= target)
+        assert r["tta_cycles"] == one * (hit + 1)
+        assert r["tta_speedup_fast"] == pytest.approx(one * (hit + 1) / fast_tta)
+        assert r["epoch_speedup_fast"] == pytest.approx(one / by_fmt["fast"]["cycles_per_epoch"])
+    assert ("bfloat16", "bf16") in rows
+    out = tmp_path / "out"
+    assert json.loads((out / "fast_time.json").read_text())["rows"] == json.loads(
+        json.dumps(res["rows"]))
+    md = (out / "fast_time.md").read_text()
+    assert "2-6x" in md and "MSFP-12" in md and "not reached" in md
+    assert (out / "widths.png").stat().st_size > 0
+
+
+def test_width_matrix_reads_the_record():
+    s = summary("fast")
+    m = width_matrix(s, "g")
+    assert m.shape == (2, PER * EPOCHS)
+    assert m[0].tolist() == widths_for("fast")["g"]["c1"]
+
+
+def test_mismatched_format_count_is_reported(tmp_path):
+    folder = write_run(tmp_path / "run")
+    doc = json.loads((folder / "train.json").read_text())
+    doc["formats"]["fast"]["format"]["fmac_rounds"]["fwd"] += 1
+    (folder / "train.json").write_text(json.dumps(doc))
+    res = fast_time_study(folder, tmp_path / "out")
+    assert res["fast_work"]["fast"]["matches"] is False
+
+
+def test_without_fp32_there_is_no_target(tmp_path):
+    res = fast_time_study(write_run(tmp_path / "run", ("fast", "bf16")), tmp_path / "out")
+    assert res["target"] is None
+    assert all(r["tta_cycles"] is None for r in res["rows"])
+    mac = {r["array"]: r for r in res["rows"] if r["kind"] == "mac"}
+    assert mac["bfloat16"]["format"] == "bf16" and mac["HFP8"]["format"] is None
+    assert mac["bfloat16"]["epoch_cycles"] == [expected_mac_epoch(180 ** 2)] * EPOCHS
+
+
+@pytest.mark.parametrize("case, match", [
+    ("no_dir", "no such run folder"),
+    ("no_json", "no such file"),
+    ("bad_json", "not readable JSON"),
+    ("no_formats", "no 'formats' table"),
+    ("no_fast", "no 'fast' run"),
+    ("no_widths", "no width record"),
+])
+def test_errors(tmp_path, case, match):
+    folder = tmp_path / "run"
+    if case != "no_dir":
+        folder.mkdir()
+    if case == "bad_json":
+        (folder / "train.json").write_text("{not json")
+    elif case == "no_formats":
+        (folder / "train.json").write_text(json.dumps({"config": {}}))
+    elif case == "no_fast":
+        write_run(folder, ("fp32", "bf16"))
+    elif case == "no_widths":
+        write_run(folder)
+        doc = json.loads((folder / "train.json").read_text())
+        del doc["formats"]["fast"]["format"]["widths"]
+        (folder / "train.json").write_text(json.dumps(doc))
+    with pytest.raises(FastTimeError, match=match) as e:
+        fast_time_study(folder, tmp_path / "out")
+    assert isinstance(e.value, ValueError) and "\n" not in str(e.value)
+
+
+def test_end_to_end_with_the_engine(tmp_path):
+    try:
+        from flows.studies.train.engine import train
+    except ImportError:  # pragma: no cover - the engine is part of the tree
+        pytest.skip("the training engine is not available")
+    from flows.studies.train.data import load_dataset
+    from flows.studies.train.formats.base import Format
+    from flows.studies.train.formats.fast import FAST
+
+    d = load_dataset(None, 0, limit=200)
+    fmts = {"fp32": train("cnn", Format, d, 2, seed=0), "fast": train("cnn", FAST, d, 2, seed=0)}
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "train.json").write_text(json.dumps({"config": {"model": "cnn"},
+                                                   "formats": fmts}))
+    lines = []
+    res = fast_time_study(folder, tmp_path / "out", progress=lines.append)
+    assert lines and res["model"] == "cnn"
+    assert res["fast_work"]["fast"]["matches"] is True
+    assert res["target"]["fp32_final"] == fmts["fp32"]["final_test_accuracy"]
+    fast = next(r for r in res["rows"] if r["format"] == "fast" and r["kind"] == "fmac")
+    assert len(fast["epoch_cycles"]) == 2 and all(c > 0 for c in fast["epoch_cycles"])
+    for f in ("fast_time.json", "fast_time.md", "widths.png"):
+        assert (tmp_path / "out" / f).stat().st_size > 0
