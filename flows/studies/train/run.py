@@ -270,12 +270,16 @@ class _Progress:
         self.bars = {}
         self.epochs = epochs
         if self.enabled:
+            import shutil
+
             from tqdm import tqdm
 
+            # a terminal that reports no width (a bare pty) still gets bars
+            ncols = min(shutil.get_terminal_size((100, 24)).columns or 100, 120)
             width = max(len(n) for n in names)
             for i, n in enumerate(names):
                 self.bars[n] = tqdm(total=epochs, position=i, desc=n.ljust(width), unit="epoch",
-                                    leave=True, dynamic_ncols=True, file=sys.stderr,
+                                    leave=True, ncols=ncols, file=sys.stderr,
                                     bar_format="{desc} {percentage:3.0f}%|{bar:20}| "
                                                "{n:.2f}/{total} epochs [{elapsed}<{remaining}]"
                                                "{postfix}")
