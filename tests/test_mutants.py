@@ -15,6 +15,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
 import hdl.baseline.mac16
+import hdl.common.bfp
 import hdl.common.fp_add
 import hdl.equinox.quantizer
 import hdl.fast.array
@@ -175,7 +176,7 @@ def test_fast_converter_with_another_lfsr_polynomial(tb_options, monkeypatch):
             s = nxt
         return s
 
-    monkeypatch.setattr(hdl.fast.converter, "lfsr_steps", other_taps)
+    monkeypatch.setattr(hdl.common.bfp, "lfsr_steps", other_taps)
     failed = _run("fast.converter", ConverterConfig(), None, tb_options)
     assert "lfsr_draws_over_a_thousand_conversions" in failed, failed
 

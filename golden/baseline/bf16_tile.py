@@ -8,49 +8,27 @@ import numpy as np
 
 from .. import check_int
 from ..common.tile import TileResult, check_tile_operands
-
-from ..common.accumulator import (check_accumulator_fields, check_adder_fields)
-
-
-from .bf16_pe import BaselineConfig, baseline_dot_batch, required_int_bits
+from ..fpraker.tile import pe_tile_base
+from .bf16_pe import BaselineConfig, baseline_dot_batch
 
 
 @dataclass(frozen=True)
-class BaselineTileConfig:
+class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols", int, 8))):
     """Configuration of the bit-parallel bfloat16 baseline tile (registry unit
     ``baseline.bf16_tile``): ``rows`` x ``cols`` :class:`BaselineConfig` PEs, the FPRaker
-    paper's comparison tile (spec ``seed-fpraker.md`` §5.1: "The baseline tile has the same
-    8×8×8 shape"; Table III).  The PE fields are :class:`BaselineConfig`'s, with its defaults
-    and validation; :attr:`pe` is that PE configuration.
-    """
+    paper's comparison tile (spec ``docs/specs/fpraker.md`` §5.1: "The baseline tile has the same
+    8×8×8 shape"; Table III).
 
-    #: PE rows; row ``r``'s B stream is shared along the row (paper: 8)
-    rows: int = 8
-    #: PE columns; column ``c``'s A stream is shared down the column (paper: 8)
-    cols: int = 8
-    #: MAC lanes (bfloat16 multipliers) per PE (paper: 8)
-    lanes: int = 8
-    #: F, alignment grid below the accumulator's hidden bit (paper: 12 = 9 + G/R/S)
-    frac_bits: int = 12
-    #: P, fraction bits kept after each group's RNE, 1..9 (paper: 9)
-    keep_bits: int = 9
-    #: integer bits of the adder above the hidden bit (5 for 8 lanes)
-    int_bits: int = 5
-    #: bfloat16 read-out: "trunc" or "rne"
-    out_round: str = "trunc"
+    ``rows``: PE rows, row ``r``'s B stream is shared along the row (paper: 8).  ``cols``: PE
+    columns, column ``c``'s A stream is shared down the column (paper: 8).  The other fields
+    are :class:`BaselineConfig`'s, with its defaults and validation; :attr:`pe` is that PE
+    configuration.
+    """
 
     def __post_init__(self):
         check_int(self, "rows", 1, 64)
         check_int(self, "cols", 1, 64)
-        check_accumulator_fields(self)
-        check_adder_fields(self, required_int_bits(self.lanes, self.frac_bits, self.keep_bits))
-
-    @property
-    def pe(self) -> BaselineConfig:
-        """The configuration of every PE of the tile."""
-        return BaselineConfig(lanes=self.lanes, frac_bits=self.frac_bits,
-                              keep_bits=self.keep_bits, int_bits=self.int_bits,
-                              out_round=self.out_round)
+        super().__post_init__()
 
 
 def bf16_tile_run(A, B, cfg: BaselineTileConfig = BaselineTileConfig()) -> TileResult:

@@ -1,6 +1,6 @@
 """FPRaker tile: ``rows`` x ``cols`` PEs sharing term encoders, exponent blocks and B buffers.
 
-Spec ``seed-fpraker.md`` §4, §5 and §11 (items 4 and 5).  PE ``(r, c)`` computes
+Spec ``docs/specs/fpraker.md`` §4, §5 and §11 (items 4 and 5).  PE ``(r, c)`` computes
 ``sum_s A[c, s] . B[r, s]``: A (the serial operand, bfloat16) streams down column ``c`` through
 one term encoder of ``lanes`` lanes shared by the column's PEs; B (the parallel operand) is
 shared along row ``r`` from a per-row buffer.
@@ -52,12 +52,12 @@ Every cycle of the tile, every lane of every PE is in exactly one class (checked
   dropped this cycle) while the column still works on the group.
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import check_bool, check_int
+from .. import ConfigError, check_bool, check_int
 from ..common.accumulator import Acc, acc_arrays, decode_bf16, read_out_bits
 from ..common.tile import TileResult, check_tile_operands, gemm_groups
 from .pe import _MSB9, _RECODE, PEConfig, _Lanes, _start, _step
@@ -66,46 +66,67 @@ from .pe import _MSB9, _RECODE, PEConfig, _Lanes, _start, _step
 STALL_CAUSES = ("inter_column", "exponent_block", "shift_range", "lock_step", "no_term")
 
 
+def pe_tile_base(pe_cls, *layout, **defaults):
+    """A frozen dataclass to derive a tile configuration from: one flat list of the tile's own
+    fields and every field of the PE configuration ``pe_cls`` (so presets and ``--set`` reach
+    each of them by name).
+
+    ``layout`` gives the order: ``(name, type, default)`` places a tile field, a name places a
+    PE field; the PE fields it does not name follow in the PE's order.  A PE field has the PE's
+    type and default, or the default ``defaults`` gives it.  :attr:`pe` is the configuration of
+    one PE, and the base's ``__post_init__`` builds it, which validates the PE fields (the
+    :class:`~golden.ConfigError` names the tile's class); a tile's own ``__post_init__`` checks
+    its fields, then calls it.
+    """
+    pe_fields = {f.name: f for f in fields(pe_cls)}
+    unknown = set(defaults) - set(pe_fields)
+    if unknown:
+        raise TypeError(f"defaults for fields {pe_cls.__name__} does not have: {sorted(unknown)}")
+    placed = {entry for entry in layout if isinstance(entry, str)}
+
+    def pe_field(name):
+        f = pe_fields[name]
+        return name, f.type, field(default=defaults.get(name, f.default))
+
+    spec = [pe_field(entry) if isinstance(entry, str) else entry for entry in layout]
+    spec += [pe_field(name) for name in pe_fields if name not in placed]
+
+    def pe(self):
+        return pe_cls(**{name: getattr(self, name) for name in pe_fields})
+
+    def __post_init__(self):
+        try:
+            self.pe
+        except ConfigError as e:
+            raise ConfigError(type(self).__name__, e.field, e.value, e.allowed) from None
+
+    pe.__doc__ = f"The configuration of one PE (:class:`{pe_cls.__name__}`)."
+    base = make_dataclass(f"{pe_cls.__name__}Tile", spec, frozen=True,
+                          namespace={"pe": property(pe), "__post_init__": __post_init__})
+    base.__module__ = pe_tile_base.__module__
+    return base
+
+
 @dataclass(frozen=True)
-class TileConfig:
+class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lanes",
+                              ("share_exp", bool, True), ("b_buffers", int, 1), "exp_mode",
+                              exp_mode="group")):
     """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
 
-    The PE fields (``lanes`` .. ``out_round``) mean what they mean in :class:`PEConfig`.
+    ``rows``: PE rows (B operands, one per row; paper: 8).  ``cols``: PE columns (A operands,
+    one term encoder per column; paper: 8).  ``share_exp``: one exponent block per two PEs of a
+    column (row pairs skewed by a cycle, spec §4).  ``b_buffers``: B-buffer run-ahead, how many
+    groups a column may run ahead of the slowest (spec §5.2; paper: 1).  The other fields are
+    :class:`PEConfig`'s, with its defaults and validation, except ``exp_mode``, ``"group"`` by
+    default (the paper's once-per-group exponent block); :attr:`pe` is that PE configuration.
     """
-
-    #: PE rows (B operands, one per row; paper: 8)
-    rows: int = 8
-    #: PE columns (A operands, one term encoder per column; paper: 8)
-    cols: int = 8
-    #: MAC lanes per PE (paper: 8)
-    lanes: int = 8
-    #: one exponent block per two PEs of a column (row pairs skewed by a cycle, spec §4)
-    share_exp: bool = True
-    #: B-buffer run-ahead: how many groups a column may run ahead of the slowest (spec §5.2;
-    #: paper: 1)
-    b_buffers: int = 1
-    #: "group" (the paper's once-per-group exponent block, the tile default) or "step"
-    exp_mode: str = "group"
-    frac_bits: int = 12
-    keep_bits: int = 9
-    kmax: int = 12
-    dmax: int = 3
-    int_bits: int = 5
-    encoding: str = "csd"
-    out_round: str = "trunc"
 
     def __post_init__(self):
         check_int(self, "rows", 1, 64)
         check_int(self, "cols", 1, 64)
         check_bool(self, "share_exp")
         check_int(self, "b_buffers", 0, 8)
-        self.pe  # validates the PE fields
-
-    @property
-    def pe(self) -> PEConfig:
-        """The configuration of one PE."""
-        names = {f.name for f in fields(PEConfig)}
-        return PEConfig(**{n: getattr(self, n) for n in names})
+        super().__post_init__()
 
     @property
     def min_cycles(self) -> int:

@@ -2,11 +2,14 @@
 submodules) stream drivers, layout packing and golden-model checkers.
 
 * :mod:`.streams` — valid/ready :class:`~.streams.Source`/:class:`~.streams.Sink` with random
-  gaps and back-pressure, and the cycle loop :func:`~.streams.run`;
+  gaps and back-pressure, :func:`~.streams.cross` of the gap and back-pressure patterns, and the
+  cycle loop :func:`~.streams.run`;
 * :mod:`.layouts` — pack and unpack payloads through the RTL's own data layouts;
 * :mod:`.checks` — :func:`~.checks.expect_acc` (an accumulator interface against a golden
   ``Acc``) and :class:`~.checks.TraceChecker` (trace ports against a golden per-cycle record,
-  field by field).
+  field by field);
+* :mod:`.bfp` — the FP → BFP converters' stream check (outputs, LFSR states, sticky ``error``)
+  and random blocks.
 
 The runner (:mod:`flows.eda.simulate`) passes the unit's configuration as JSON in
 ``TRAINFAB_CONFIG``, the seed in ``TRAINFAB_SEED``, the effort level in ``TRAINFAB_EFFORT``

@@ -7,12 +7,41 @@ edge), each stream's handshake is read and recorded.  A source holds an item unt
 accepted (``valid`` never drops before ``ready``), idles at random with probability ``gap``; a
 sink is ready with probability ``p_ready`` (back-pressure).  Payloads are integers, or dicts
 packed through the port's layout when one is given (:mod:`.layouts`).
+
+Random stream tests run their items under every combination of an idle-gap pattern and a
+back-pressure pattern, split by :func:`cross`.
 """
 
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from . import uint
 from .layouts import pack
+
+
+#: idle-gap probabilities a stream test crosses by default: back to back, and frequent bubbles
+GAPS = (0.0, 0.3)
+#: sink-ready probabilities a stream test crosses by default: always ready, and back-pressure
+BACK_PRESSURE = (1.0, 0.6)
+
+
+def cross(items, gaps=GAPS, back_pressure=BACK_PRESSURE):
+    """Every combination of an idle-gap pattern and a back-pressure pattern, each with its share
+    of ``items``.
+
+    Yields ``(part, gap, ready)`` for every ``gap`` of ``gaps`` and ``ready`` of
+    ``back_pressure`` (gaps-major, so lists ordered from light to heavy start back to back and
+    end under both stalls); ``part`` is the next consecutive slice of ``items``, the slices
+    differing in length by at most one.  A combination left without items is skipped.  A
+    pattern is whatever the test's stream function takes for it: a probability, or a tuple of
+    them for several sinks.
+    """
+    items = list(items)
+    combos = [(g, p) for g in gaps for p in back_pressure]
+    n = len(combos)
+    for k, (gap, ready) in enumerate(combos):
+        part = items[k * len(items) // n:(k + 1) * len(items) // n]
+        if part:
+            yield part, gap, ready
 
 
 class _Stream:

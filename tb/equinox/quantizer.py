@@ -4,21 +4,20 @@
 Blocks stream through the valid/ready ports under random gaps and back-pressure; every output
 block (shared exponent and mantissas) is compared with the golden model, which also draws the
 lanes' LFSR noise in the same order; the LFSR states are compared with ``LaneRNG`` after every
-block that stepped them.
+block that stepped them, and the sticky ``error`` in every cycle (:mod:`tb.common.bfp`).
 """
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.common.lfsr import LaneRNG
 from golden.equinox import QuantizerConfig, quantize_stream
 from golden.equinox.hbfp import f32_to_bf16
 from hdl.equinox.quantizer import input_layout, output_layout
 
-from ..common import config_from_env, reset, rng, start, test_size, uint
-from ..common.layouts import pack, unpack
-from ..common.streams import Sink, Source, quiet, run
+from ..common import test_size
+from ..common.bfp import Banks, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
+    stream_blocks
+from ..common.streams import cross
 
 #: the spec's §7 quantization vectors TV1-TV7 (values; TV7's random bits below)
 TVS = ([1.0, 0.5, -0.25, 0.125], [1.9921875, 1.0], [-1.9921875, 0.5], [1.0, 0.5],
@@ -29,9 +28,7 @@ TVS = ([1.0, 0.5, -0.25, 0.125], [1.9921875, 1.0], [-1.9921875, 0.5], [1.0, 0.5]
 def to_bits(cfg, values) -> list:
     """``values`` padded with zeros to one block, as the input format's bit patterns (bf16
     inputs are the RNE conversion of the FP32 values)."""
-    x = np.zeros(cfg.w, dtype=np.float32)
-    v = np.asarray(values, dtype=np.float32)[:cfg.w]
-    x[:v.size] = v
+    x = pad(values, cfg.w)
     if cfg.in_fmt == "bf16":
         return [int(b) for b in f32_to_bf16(x)]
     return [int(b) for b in x.view(np.uint32)]
@@ -49,59 +46,36 @@ def injected(cfg, it):
     return it["rand"] if cfg.rounding == "stoch" and it["rand_en"] else None
 
 
-async def quantize(dut, cfg, items, r, lanes: LaneRNG, states: LaneRNG, gap=0.0, p_ready=1.0):
+def draws(cfg, it) -> bool:
+    """The block steps the LFSRs: stochastic rounding without injected bits."""
+    return cfg.rounding == "stoch" and not it["rand_en"]
+
+
+async def quantize(dut, cfg, items, r, bank: Banks, gap=0.0, p_ready=1.0):
     """Stream ``items``; compare every output with the golden model and, in the cycle after each
-    accepted block that draws from the LFSRs, the lane states with ``states``."""
+    accepted block that draws from the LFSRs, the lane states with the golden bank's
+    (:func:`tb.common.bfp.stream_blocks`)."""
     want = quantize_stream(cfg, [it["x"] for it in items], [injected(cfg, it) for it in items],
-                           lanes)
-    lay_in, lay_out = input_layout(cfg), output_layout(cfg)
-    src = Source(dut, "i", [(it, {}) for it in items], r, gap, layout=lay_in)
-    out = Sink(dut, "o", r, p_ready)
-    accepted = 0
-    pending = False
-
-    def check(cycle):
-        nonlocal accepted, pending
-        if pending:
-            got = [uint(getattr(dut, f"lfsr{j}")) for j in range(cfg.w)]
-            assert got == states.state.tolist(), f"LFSR states {got} != {states.state.tolist()}"
-            pending = False
-        if len(src.accepted_cycles) > accepted:
-            it = items[accepted]
-            accepted += 1
-            if cfg.rounding == "stoch" and not it["rand_en"]:
-                states.draw()
-                pending = True
-
-    limit = 20 + int(3 * len(items) / min(1 - gap, p_ready))
-    await run(dut, [src], [out], lambda: len(out.got) >= len(want) and not pending, limit,
-              check=check)
-    await quiet(dut, [out])
-    got = [unpack(lay_out, v) for v in out.got]
-    assert len(got) == len(want), f"{len(got)} blocks out, expected {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want)):
-        if w is None:
-            continue                          # an Inf/NaN block: the output is unspecified
-        assert (g["exp"], tuple(g["man"])) == w, f"block {k} ({items[k]}): got {g}, golden {w}"
-    return got, src, out
+                           bank.outputs)
+    want = [None if w is None else {"exp": w[0], "man": list(w[1])} for w in want]
+    return await stream_blocks(dut, (input_layout(cfg), output_layout(cfg)), items, want, r,
+                               bank, lambda it: draws(cfg, it), gap, p_ready)
 
 
-def banks(cfg):
-    return (LaneRNG(lanes=cfg.w, bits=cfg.rbits), LaneRNG(lanes=cfg.w, bits=cfg.rbits))
+def banks(cfg) -> Banks:
+    return Banks(cfg.w, cfg.rbits)
 
 
 @cocotb.test()
 async def spec_vectors(dut):
     """TV1-TV6 and TV7 (random bits 0x8000 and 0x7FFF, scaled to ``rbits``): the outputs equal
     the golden model's, and at hbfp8 from FP32 the spec's printed exponents and mantissas."""
-    cfg = config_from_env(QuantizerConfig)
-    await start(dut)
-    r = rng("spec_vectors")
+    cfg, r, _ = await setup(dut, QuantizerConfig, "spec_vectors")
     items = [item(cfg, to_bits(cfg, v)) for v in TVS]
     sr = [(0, 1 << (cfg.rbits - 1)), (0, (1 << (cfg.rbits - 1)) - 1)]
     items += [item(cfg, to_bits(cfg, TVS[-1]), list(R) + [0] * (cfg.w - 2))
               for R in sr] if cfg.rounding == "stoch" and cfg.w >= 2 else []
-    got, _, _ = await quantize(dut, cfg, items, r, *banks(cfg))
+    got, _, _ = await quantize(dut, cfg, items, r, banks(cfg))
     if cfg.m == 8 and cfg.w >= 4 and cfg.in_fmt == "fp32":
         printed = {"floor": [64, 32, -16, 8], "rne": [64, 32, -16, 8], "rtz": [64, 32, -16, 8]}
         if cfg.rounding in printed:
@@ -116,30 +90,14 @@ async def spec_vectors(dut):
 
 def random_blocks(cfg, gen: np.random.Generator, n: int) -> list:
     """Blocks mixing N(0, 1), wide exponent spreads, zeros, -0.0, subnormals, random bit
-    patterns, exact ties and the most negative mantissa; stochastic blocks take the LFSR noise
-    or (one in three) injected bits."""
+    patterns, exact ties and the most negative mantissa (:func:`tb.common.bfp.random_block`);
+    stochastic blocks take the LFSR noise or (one in three) injected bits."""
     items = []
-    w = cfg.w
     for _ in range(n):
-        kind = gen.integers(0, 5)
-        if kind == 0:
-            x = gen.standard_normal(w)
-        elif kind == 1:
-            x = gen.choice([-1, 1], w) * np.exp2(gen.uniform(-60, 60, w))
-        elif kind == 2:
-            x = gen.standard_normal(w) * (gen.random(w) < 0.3)
-            x = np.where(gen.random(w) < 0.3, -0.0, x)
-        elif kind == 3:      # ties and extremes on the block's grid
-            x = gen.integers(-512, 512, w) / 4.0 * 2.0 ** int(gen.integers(-8, 8))
-        else:
-            bits = gen.integers(0, 1 << 32, w, dtype=np.uint64).astype(np.uint32)
-            bits = np.where((bits >> 23) & 0xFF == 255, bits & 0xBFFFFFFF, bits)
-            bits = np.where(gen.random(w) < 0.3, bits & 0x807FFFFF, bits)     # subnormals
-            x = bits.view(np.float32)
-        x = np.asarray(x, dtype=np.float32)
+        x = random_block(gen, cfg.w, 60, grid=True)
         if cfg.in_fmt == "bf16":
             x = np.where(np.abs(x) > 3e38, np.sign(x) * 3e38, x).astype(np.float32)
-        rand = (gen.integers(0, 1 << cfg.rbits, w) if cfg.rounding == "stoch"
+        rand = (gen.integers(0, 1 << cfg.rbits, cfg.w) if cfg.rounding == "stoch"
                 and gen.random() < 1 / 3 else None)
         items.append(item(cfg, to_bits(cfg, x), rand))
     return items
@@ -147,54 +105,36 @@ def random_blocks(cfg, gen: np.random.Generator, n: int) -> list:
 
 @cocotb.test()
 async def random_blocks_under_backpressure(dut):
-    """The unit's test size in random blocks (10,000 in ``make test``), half streamed back to
-    back, half under random gaps and back-pressure; LFSR states checked throughout."""
-    cfg = config_from_env(QuantizerConfig)
-    await start(dut)
-    r = rng("random_blocks_under_backpressure")
-    gen = np.random.default_rng(r.getrandbits(64))
-    n = test_size()
-    items = random_blocks(cfg, gen, n)
-    lanes, states = banks(cfg)
-    await quantize(dut, cfg, items[:n // 2], r, lanes, states)
-    await quantize(dut, cfg, items[n // 2:], r, lanes, states, gap=0.3, p_ready=0.6)
+    """The unit's test size in random blocks (10,000 in ``make test``), streamed under every
+    combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
+    checked throughout."""
+    cfg, r, gen = await setup(dut, QuantizerConfig, "random_blocks_under_backpressure")
+    bank = banks(cfg)
+    for part, gap, p_ready in cross(random_blocks(cfg, gen, test_size())):
+        await quantize(dut, cfg, part, r, bank, gap, p_ready)
 
 
 @cocotb.test()
 async def one_block_per_cycle(dut):
     """With input always offered and output always ready, a block is accepted and one leaves
     every cycle, two cycles after its acceptance."""
-    cfg = config_from_env(QuantizerConfig)
-    await start(dut)
-    r = rng("one_block_per_cycle")
-    gen = np.random.default_rng(r.getrandbits(64))
+    cfg, r, gen = await setup(dut, QuantizerConfig, "one_block_per_cycle")
     items = random_blocks(cfg, gen, 40)
-    _, src, out = await quantize(dut, cfg, items, r, *banks(cfg))
-    acc = src.accepted_cycles
-    assert acc == list(range(acc[0], acc[0] + len(items))), f"input not every cycle: {acc}"
-    assert out.cycles == [c + 2 for c in acc], f"outputs {out.cycles}, accepted {acc}"
+    _, src, out = await quantize(dut, cfg, items, r, banks(cfg))
+    expect_one_per_cycle(src, out, len(items), 2)
 
 
 @cocotb.test()
 async def sticky_error_on_inf_and_nan(dut):
-    """An Inf or NaN value sets ``error``, which stays set (and later blocks still convert,
-    the LFSRs in step with the golden bank) until reset."""
-    cfg = config_from_env(QuantizerConfig)
-    r = rng("sticky_error_on_inf_and_nan")
-    await start(dut)
+    """An Inf or NaN value sets ``error`` in the cycle after its block is taken, which stays set
+    (and later blocks still convert, the LFSRs in step with the golden bank) until reset."""
+    cfg, r, _ = await setup(dut, QuantizerConfig, "sticky_error_on_inf_and_nan")
     f = cfg.in_format
-    for bad in (f.exp_max << f.man_bits, (f.exp_max << f.man_bits) | 1,
-                (1 << (f.width - 1)) | (f.exp_max << f.man_bits)):
-        await reset(dut)
-        lanes, states = banks(cfg)
-        assert uint(dut.error) == 0
+    bad = []
+    for v in (f.exp_max << f.man_bits, (f.exp_max << f.man_bits) | 1,
+              (1 << (f.width - 1)) | (f.exp_max << f.man_bits)):
         bits = to_bits(cfg, [1.0])
-        bits[-1] = bad
-        await quantize(dut, cfg, [item(cfg, bits)], r, lanes, states)
-        await ReadOnly()
-        assert uint(dut.error) == 1, f"{bad:#x} did not set error"
-        await FallingEdge(dut.clk)
-        await quantize(dut, cfg, [item(cfg, to_bits(cfg, TVS[0]))], r, lanes, states)
-        assert uint(dut.error) == 1, "error is not sticky"
-    await reset(dut)
-    assert uint(dut.error) == 0, "reset does not clear error"
+        bits[-1] = v
+        bad.append(item(cfg, bits))
+    await sticky_error(dut, bad, [item(cfg, to_bits(cfg, TVS[0]))],
+                       lambda items: quantize(dut, cfg, items, r, banks(cfg)))

@@ -15,7 +15,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from golden.gecko.codec import GeckoConfig, compress
 
 from ..common import config_from_env, reset, test_size, uint
-from ..common.streams import Sink, Source, quiet, run
+from ..common.streams import Sink, Source, cross, quiet, run
 from .harness import (
     ERRS, cfg_control, completion_rows, control, ctl_ports, fit_fixed_width, man_widths,
     no_errors, own_tensor, pack_row, plan_rows, random_plan, random_tensor, rows_of, setup,
@@ -94,10 +94,9 @@ async def random_tensors(dut):
     size = test_size()
     tensors = random_plan(gen, cfg, size, max_rows=60, pair_rows=min(40, max(8, size // 250)))
     rows = plan_rows(tensors, cfg.lanes)
-    # alternate phases: smooth streaming, then heavy gaps and back-pressure
-    half = len(tensors) // 2
-    await compress_tensors(dut, tensors[:half], gap=0.05, p_ready=0.9, p_meta=0.9, rnd=r)
-    await compress_tensors(dut, tensors[half:], gap=0.4, p_ready=0.5, p_meta=0.6, rnd=r)
+    # light and heavy gaps crossed with light and heavy back-pressure on (o, meta)
+    for part, gap, (p_ready, p_meta) in cross(tensors, (0.05, 0.4), ((0.9, 0.9), (0.5, 0.6))):
+        await compress_tensors(dut, part, gap=gap, p_ready=p_ready, p_meta=p_meta, rnd=r)
     cocotb.log.info("random_tensors: %d tensors, %d rows", len(tensors), rows)
     no_errors(dut)
 

@@ -13,7 +13,7 @@ from cocotb.triggers import FallingEdge
 from golden.gecko.codec import GeckoConfig, compress, decompress
 
 from ..common import reset, test_size, uint
-from ..common.streams import Sink, Source, quiet, run
+from ..common.streams import Sink, Source, cross, quiet, run
 from .harness import (
     cfg_control, control, own_tensor, pack_cmd, pack_row, plan_rows, random_plan, random_tensor,
     row_words, rows_of, setup, spec_rows_ab, stream_payloads,
@@ -86,9 +86,8 @@ async def random_tensors(dut):
     size = test_size()
     tensors = random_plan(gen, cfg, size, max_rows=60, pair_rows=min(40, max(8, size // 250)))
     rows = plan_rows(tensors, cfg.lanes)
-    half = len(tensors) // 2
-    await decompress_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.9)
-    await decompress_tensors(dut, tensors[half:], r, gap=0.4, p_ready=0.5)
+    for part, gap, p_ready in cross(tensors, (0.05, 0.4), (0.9, 0.5)):
+        await decompress_tensors(dut, part, r, gap=gap, p_ready=p_ready)
     cocotb.log.info("random_tensors: %d tensors, %d rows", len(tensors), rows)
     assert uint(dut.err_cfg) == 0
 

@@ -13,7 +13,7 @@ from golden.gecko.codec import GeckoConfig
 from golden.gecko.schrodinger import truncate_mantissa
 
 from ..common import config_from_env, test_size
-from ..common.streams import Sink, Source, quiet, run
+from ..common.streams import Sink, Source, cross, quiet, run
 from .harness import (
     cfg_control, ctl_ports, no_errors, own_tensor, pack_cmd, pack_row, plan_rows, random_plan,
     random_tensor, rows_of, setup,
@@ -78,9 +78,8 @@ async def random_roundtrip(dut):
     rows = plan_rows(tensors, cfg.lanes)
     assert any(c.fixed_width is not None for _, c in tensors)
     assert rows >= size
-    half = len(tensors) // 2
-    await loop_tensors(dut, tensors[:half], r, gap=0.05, p_ready=0.95)
-    await loop_tensors(dut, tensors[half:], r, gap=0.3, p_ready=0.4)
+    for part, gap, p_ready in cross(tensors, (0.05, 0.3), (0.95, 0.4)):
+        await loop_tensors(dut, part, r, gap=gap, p_ready=p_ready)
     cocotb.log.info("random_roundtrip: %d tensors, %d rows", len(tensors), rows)
 
 

@@ -1,0 +1,195 @@
+"""The FP → BFP pipeline of the block converters: FAST's FP32 → BFP converter
+(:mod:`hdl.fast.converter`) and Equinox's FP32/bf16 → hbfp quantizer
+(:mod:`hdl.equinox.quantizer`).
+
+A block of ``lanes`` floating-point values becomes a shared exponent ``Es`` (the largest
+exponent field of the block, or an exponent floor when that is larger) and one fixed-point
+mantissa per lane on that exponent's grid.  :class:`BFPPipeline` adds it to a unit's module in
+two steps:
+
+1. :meth:`~BFPPipeline.front`, registered (the unit's first pipeline stage): decode with DAZ
+   (subnormals read as zero), the compare-and-forward tree of the lanes' exponent fields (and
+   the floor) to ``Es``, the noise per lane for stochastic rounding — the injected bits, the
+   next draw of the lane's 16-bit LFSR (stepped ``noise_bits`` times, unrolled; it advances only
+   for blocks that take their noise from it) or 0 for blocks without noise — and the sticky
+   error for Inf/NaN inputs;
+2. :meth:`~BFPPipeline.mantissas`, combinational (the unit registers the result): per lane the
+   exponent difference ``E - Es`` and the rounding block (:class:`~.rounding.Round`, the golden
+   quantizer's own configuration): a clamped shifter with the rounding increment and
+   saturation.
+
+Stochastic rounding takes the noise inside the rounding block when its mode is ``"sr"`` (the
+noise window under the LSB is added before it is dropped) and otherwise after it: the block
+rounds (floor) to ``noise_bits`` more bits than the mantissa, the noise is added and shifted
+out, and the sum saturates at the mantissa's largest value (``M = floor(s + R / 2**noise_bits)``).
+
+The pipeline advances as a whole (:meth:`~BFPPipeline.enable`): every stage moves when the
+unit's output register is empty or read, and back-pressure stalls all of them and the input.
+"""
+
+from typing import NamedTuple
+
+from amaranth.hdl import Cat, Const, Mux, Signal, signed, unsigned
+from amaranth.lib import stream
+from amaranth.lib.wiring import In, Out
+
+from golden.common.formats import format_named
+from golden.common.rounding import RoundConfig
+
+from .arith import tree_reduce
+from .formats import decode
+from .lfsr import lfsr_steps
+from .rounding import Round
+
+
+def signature(in_layout, out_layout) -> dict:
+    """The ports of a block converter: the input stream ``i`` (payload ``in_layout``), the
+    output stream ``o`` (``out_layout``) and ``error``, sticky: a block with an Inf or NaN value
+    was accepted (its output is unspecified)."""
+    return {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout)),
+            "error": Out(1)}
+
+
+class Front(NamedTuple):
+    """The registered outputs of :meth:`BFPPipeline.front` (one block)."""
+
+    #: the block in this register is valid
+    valid: Signal
+    #: the shared exponent ``Es`` (biased, the input format's exponent field)
+    es: Signal
+    #: the lanes' signs, one bit each
+    sign: Signal
+    #: per lane the exponent field ``E`` (0 for zeros and subnormals)
+    exp: list
+    #: per lane the significand with its hidden bit (0 for zeros and subnormals)
+    sig: list
+    #: per lane the noise (``noise_bits`` bits; empty without noise)
+    noise: list
+
+
+class BFPPipeline:
+    """One FP → BFP block of ``lanes`` lanes (see the module docstring).
+
+    Parameters
+    ----------
+    lanes : int
+        Values per block, one lane each.
+    in_format : FloatFormat or str
+        Format of the input values (``fp32``, ``bf16``).
+    rounding : golden.common.rounding.RoundConfig
+        The per-lane rounding block, an integer target.  Its input is the lane's significand
+        aligned to the top of ``in_width`` (two's complement when ``signed``, else the
+        magnitude with the sign) at exponent ``E - Es + exp_offset``.
+    exp_offset : int
+        The rounding block's exponent of a value at the shared exponent.
+    noise_bits : int
+        Random bits per lane for stochastic rounding; 0: no noise, no LFSRs.
+    seeds : sequence of int
+        The lanes' LFSR reset states (with ``noise_bits``).
+    """
+
+    def __init__(self, lanes: int, in_format, rounding: RoundConfig, *, exp_offset: int = 0,
+                 noise_bits: int = 0, seeds=()):
+        self.lanes = lanes
+        self.fmt = format_named(in_format)
+        self.rounding = rounding
+        self.exp_offset = exp_offset
+        self.noise_bits = noise_bits
+        self.seeds = tuple(seeds)
+        if noise_bits and len(self.seeds) < lanes:
+            raise ValueError(f"{lanes} lanes with noise need {lanes} LFSR seeds, got "
+                             f"{len(self.seeds)}")
+        if rounding.mode == "sr" and rounding.rand_bits != noise_bits:
+            raise ValueError(f"a rounding block in mode sr takes {rounding.rand_bits} noise "
+                             f"bits, not {noise_bits}")
+
+    def enable(self, m, i, o) -> Signal:
+        """The pipeline-advance signal of a unit with input stream ``i`` and output stream
+        ``o`` (whose register is the last stage): ``~o.valid | o.ready``, also ``i.ready``."""
+        en = Signal(name="en")
+        m.d.comb += [en.eq(~o.valid | o.ready), i.ready.eq(en)]
+        return en
+
+    def front(self, m, x, valid, en, error, *, floor=None, noise_en=None, inject=None,
+              rand=None) -> Front:
+        """Stage 1 for the block ``x`` (an array view of ``lanes`` input values), taken when
+        ``valid & en``; registers advance with ``en``.
+
+        ``error`` (the unit's sticky flag) is set by a taken block holding an Inf or NaN.
+        ``floor``: an exponent field that takes part in the shared exponent.  The noise of a
+        lane is ``rand[j]`` when ``inject`` is high, else the lane's next LFSR draw; it is 0
+        when ``noise_en`` (default: always) is low, and the LFSRs step only for taken blocks
+        with ``noise_en`` and without ``inject``.
+        """
+        fmt, L, nb = self.fmt, self.lanes, self.noise_bits
+        take = valid & en
+        v1 = Signal(name="v1")
+        r1_es = Signal(fmt.exp_bits, name="r1_es")
+        r1_e = [Signal(fmt.exp_bits, name=f"r1_e{j}") for j in range(L)]
+        r1_sig = [Signal(fmt.man_bits + 1, name=f"r1_sig{j}") for j in range(L)]
+        r1_s = Signal(L, name="r1_s")
+        r1_r = [Signal(nb, name=f"r1_r{j}") for j in range(L)] if nb else []
+        lanes = [decode(m, x[j], fmt, name=f"x{j}") for j in range(L)]
+        # the compare-and-forward tree (every input valid: zeros carry exponent 0)
+        one = Const(1, 1)
+        items = [(one, e) for _, _, e, _ in lanes] + ([(one, floor)] if floor is not None else [])
+        _, es = tree_reduce(m, items, lambda a, b: a >= b, fmt.exp_bits, "cf")
+        for j, (_, sign, e, sig) in enumerate(lanes):
+            with m.If(en):
+                m.d.sync += [r1_e[j].eq(e), r1_sig[j].eq(sig), r1_s[j].eq(sign)]
+        if nb:
+            step = take
+            step = step if noise_en is None else step & noise_en
+            step = step if inject is None else step & ~inject
+            for j in range(L):
+                lfsr = Signal(16, name=f"lfsr{j}", init=self.seeds[j])
+                nxt = lfsr_steps(m, lfsr, nb, f"lfsr{j}")
+                with m.If(step):
+                    m.d.sync += lfsr.eq(nxt)
+                noise = nxt[16 - nb:]
+                noise = noise if inject is None else Mux(inject, rand[j], noise)
+                noise = noise if noise_en is None else Mux(noise_en, noise, 0)
+                with m.If(en):
+                    m.d.sync += r1_r[j].eq(noise)
+        with m.If(en):
+            m.d.sync += [v1.eq(valid), r1_es.eq(es)]
+        with m.If(take & Cat(*(x[j].exp == fmt.exp_max for j in range(L))).any()):
+            m.d.sync += error.eq(1)
+        return Front(v1, r1_es, r1_s, r1_e, r1_sig, r1_r)
+
+    def mantissas(self, m, s1: Front) -> list:
+        """Stage 2 from the registers ``s1``: per lane the rounded mantissa (combinational;
+        two's complement when the rounding block's target is signed, else a magnitude)."""
+        qcfg, nb = self.rounding, self.noise_bits
+        tgt = qcfg.format
+        width = qcfg.in_width - qcfg.signed       # magnitude bits of the rounding block's input
+        out = []
+        for j in range(self.lanes):
+            rnd = m.submodules[f"round{j}"] = Round(qcfg)
+            exp = Signal(signed(qcfg.exp_width), name=f"qexp{j}")
+            mag = s1.sig[j] << (width - len(s1.sig[j]))
+            m.d.comb += [exp.eq(s1.exp[j] - s1.es + self.exp_offset), rnd.i.exp.eq(exp)]
+            if qcfg.signed:
+                sig = Signal(signed(qcfg.in_width), name=f"sig{j}")
+                m.d.comb += [sig.eq(Mux(s1.sign[j], -mag, mag)), rnd.i.sig.eq(sig)]
+            else:
+                m.d.comb += [rnd.i.sig.eq(mag), rnd.i.sign.eq(s1.sign[j])]
+            word = rnd.o.bits.as_signed() if tgt.signed else rnd.o.bits
+            if nb and qcfg.mode == "sr":
+                m.d.comb += rnd.i.rand.eq(s1.noise[j])
+                result = word
+            elif nb:
+                bits = tgt.bits - nb                # the mantissa's width
+                shape = signed if tgt.signed else unsigned
+                hi = (1 << (bits - tgt.signed)) - 1
+                total = Signal(shape(tgt.bits + 1), name=f"sr{j}")
+                shifted = Signal(shape(bits + 1), name=f"srq{j}")
+                m.d.comb += [total.eq(word + s1.noise[j]), shifted.eq(total >> nb)]
+                result = Mux(shifted > hi, hi, shifted)
+            else:
+                result = word
+            out.append(result)
+        return out
+
+
+__all__ = ["BFPPipeline", "Front", "signature"]

@@ -1,0 +1,148 @@
+"""Checks shared by the testbenches of the FP → BFP block converters (:mod:`hdl.common.bfp`):
+FAST's converter (:mod:`tb.fast.converter`) and Equinox's quantizer (:mod:`tb.equinox.quantizer`).
+
+* :func:`setup` — start a test: configuration, clock, reset, random generators;
+* :class:`Banks` — the golden LFSR bank of one reset-to-reset run;
+* :func:`stream_blocks` — blocks through the unit's ``i``/``o`` streams under idle gaps and
+  back-pressure: every output against the golden one, the lanes' LFSR states after every block
+  that draws from them, and the sticky ``error`` in every cycle;
+* :func:`random_block` — one block of FP32 values of a random kind;
+* :func:`expect_one_per_cycle` and :func:`sticky_error` — the bodies of the throughput and
+  error tests.
+"""
+
+import numpy as np
+
+from golden.common.lfsr import LaneRNG
+
+from . import config_from_env, reset, rng, start, uint
+from .layouts import unpack
+from .streams import Sink, Source, quiet, run
+
+
+async def setup(dut, cls, name: str):
+    """Start a block converter's test: inputs idle, clock, reset; returns the unit's
+    configuration (a ``cls`` from the environment), the test's random generator and a NumPy
+    generator seeded from it."""
+    cfg = config_from_env(cls)
+    r = rng(name)
+    gen = np.random.default_rng(r.getrandbits(64))
+    await start(dut)
+    return cfg, r, gen
+
+
+class Banks:
+    """The golden LFSR bank of one reset-to-reset run, twice: ``outputs`` draws the expected
+    outputs' noise (in the golden model's order), ``states`` follows the DUT's lane states
+    (``lfsr0 ..``) cycle by cycle."""
+
+    def __init__(self, lanes: int, bits: int):
+        self.lanes = lanes
+        self.outputs = LaneRNG(lanes=lanes, bits=bits)
+        self.states = LaneRNG(lanes=lanes, bits=bits)
+
+
+def pad(values, lanes: int) -> np.ndarray:
+    """``values`` as one FP32 block of ``lanes`` values (cut, or padded with zeros)."""
+    x = np.zeros(lanes, dtype=np.float32)
+    v = np.asarray(values, dtype=np.float32)[:lanes]
+    x[:v.size] = v
+    return x
+
+
+async def stream_blocks(dut, layouts, items, want, r, banks: Banks, draws, gap=0.0,
+                        p_ready=1.0, what: str = "block"):
+    """Stream the input payloads ``items`` through the unit (sources idle with probability
+    ``gap``, the sink is ready with probability ``p_ready``) and check it.
+
+    ``layouts`` is ``(input_layout, output_layout)``; ``want`` holds the golden output payloads,
+    ``None`` for a block with an Inf or NaN (its output is unspecified).  In every cycle
+    ``error`` must read its value at the start of the stream until such a block is taken and 1
+    from the next cycle on (sticky).  ``draws(item)``: the block steps the LFSRs; in the cycle
+    after it is taken the lane states equal ``banks.states`` after its next draw.  Returns the
+    unpacked outputs, the source and the sink.
+    """
+    lay_in, lay_out = layouts
+    src = Source(dut, "i", [(it, {}) for it in items], r, gap, layout=lay_in)
+    out = Sink(dut, "o", r, p_ready)
+    accepted = 0
+    pending = False            # an LFSR step happened at the last edge
+    error = uint(dut.error)
+
+    def check(cycle):
+        nonlocal accepted, pending, error
+        if pending:
+            want_state = banks.states.state.tolist()
+            got = [uint(getattr(dut, f"lfsr{j}")) for j in range(banks.lanes)]
+            assert got == want_state, f"LFSR states {got} differ from LaneRNG {want_state}"
+            pending = False
+        assert uint(dut.error) == error, \
+            f"cycle {cycle}: error reads {uint(dut.error)}, expected {error}"
+        if len(src.accepted_cycles) > accepted:          # an item was taken this cycle
+            it = items[accepted]
+            error |= want[accepted] is None
+            accepted += 1
+            if draws(it):
+                banks.states.draw()
+                pending = True
+
+    limit = 20 + int(3 * len(items) / min(1 - gap, p_ready))
+    await run(dut, [src], [out], lambda: len(out.got) >= len(want) and not pending, limit,
+              check=check)
+    await quiet(dut, [out])
+    got = [unpack(lay_out, v) for v in out.got]
+    assert len(got) == len(want), f"{len(got)} {what}s out, expected {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if w is not None:
+            assert g == w, f"{what} {k} ({items[k]}): got {g}, golden {w}"
+    return got, src, out
+
+
+def random_block(gen: np.random.Generator, lanes: int, spread: int, grid: bool = False):
+    """One FP32 block of a random kind: N(0, 1); powers of two of random sign spread over
+    ``2**-spread .. 2**spread``; sparse N(0, 1) with -0.0; (with ``grid``) quarter-integers up
+    to ±128 scaled by a power of two, exact ties and extremes on the block's grid; random bit
+    patterns (no Inf/NaN) with 30 % subnormals."""
+    kinds = 5 if grid else 4
+    kind = gen.integers(0, kinds)
+    if kind == 0:
+        x = gen.standard_normal(lanes)
+    elif kind == 1:
+        x = gen.choice([-1, 1], lanes) * np.exp2(gen.uniform(-spread, spread, lanes))
+    elif kind == 2:
+        x = gen.standard_normal(lanes) * (gen.random(lanes) < 0.3)
+        x = np.where(gen.random(lanes) < 0.3, -0.0, x)
+    elif kind == kinds - 1:
+        bits = gen.integers(0, 1 << 32, lanes, dtype=np.uint64).astype(np.uint32)
+        bits = np.where((bits >> 23) & 0xFF == 255, bits & 0xBFFFFFFF, bits)
+        bits = np.where(gen.random(lanes) < 0.3, bits & 0x807FFFFF, bits)    # subnormals
+        x = bits.view(np.float32)
+    else:
+        x = gen.integers(-512, 512, lanes) / 4.0 * 2.0 ** int(gen.integers(-8, 8))
+    return np.asarray(x, dtype=np.float32)
+
+
+def expect_one_per_cycle(src, out, n: int, latency: int) -> None:
+    """The ``n`` items were taken in consecutive cycles and each left ``latency`` cycles
+    later."""
+    acc = src.accepted_cycles
+    assert acc == list(range(acc[0], acc[0] + n)), f"input not every cycle: {acc}"
+    assert out.cycles == [c + latency for c in acc], f"outputs {out.cycles}, accepted {acc}"
+
+
+async def sticky_error(dut, bad_items, good_items, stream) -> None:
+    """For every item of ``bad_items`` (blocks with an Inf or NaN), from reset: ``error`` reads
+    0, then ``await stream([bad, *good_items])`` (a :func:`stream_blocks` run with fresh banks)
+    sees it set from the cycle after the bad block is taken and kept while the good blocks
+    still convert; finally reset clears it."""
+    for bad in bad_items:
+        await reset(dut)
+        assert uint(dut.error) == 0, "error set after reset"
+        await stream([bad, *good_items])
+        assert uint(dut.error) == 1, "error is not sticky"
+    await reset(dut)
+    assert uint(dut.error) == 0, "reset does not clear error"
+
+
+__all__ = ["setup", "Banks", "pad", "stream_blocks", "random_block", "expect_one_per_cycle",
+           "sticky_error"]
