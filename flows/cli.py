@@ -6,6 +6,7 @@ environment error.  Errors are one line; set ``TRAINFAB_DEBUG=1`` for a tracebac
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,34 @@ from .registry import EFFORTS
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise FlowError(f"{message} (see '{self.prog} --help')")
+
+
+#: the seeds every ``--seed`` accepts (NumPy's generators and cocotb take 32-bit seeds)
+SEED_RANGE = (0, 2**32 - 1)
+SEED_HELP = "0 to 2**32-1"
+
+
+def bounded(kind, lo, hi):
+    """An argparse ``type`` for an ``int`` or ``float`` option that must lie in ``lo..hi``.
+
+    A value that is not a number of ``kind``, is not finite or is out of range is refused
+    before anything runs, in one line naming the option (argparse adds it) and the range:
+    ``argument --cycles: '1e14' is not an integer from 1,000 to 10,000,000``."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if (value is None or isinstance(value, float) and not math.isfinite(value)
+                or not lo <= value <= hi):
+            shown = text if len(str(text)) <= 40 else str(text)[:39] + "…"
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {what} from {lo:,} to {hi:,}")
+        return value
+
+    parse.__name__ = what
+    return parse
 
 
 def _config_args(p, multi: bool = False):
@@ -41,6 +70,11 @@ def _units(names) -> list:
 
 
 def cmd_list(args) -> int:
+    if args.unit is not None:
+        from .config import describe_fields
+
+        print(describe_fields(registry.get(args.unit)))
+        return 0
     print("units:")
     width = max(len(n) for n in registry.UNITS)
     for unit in registry.UNITS.values():
@@ -76,6 +110,11 @@ def _fixed_fields(unit, args) -> set[str]:
 def cmd_regress(args) -> int:
     from .eda.simulate import failure_details, run_testbench
 
+    if not args.units and not args.all:
+        raise FlowError("regress needs the units to run (see 'trainfab list') or --all for "
+                        "every unit")
+    if args.units and args.all:
+        raise FlowError("give units or --all, not both")
     units = _units(args.units)
     if (args.config or args.sets) and len(units) != 1:
         raise FlowError("--config/--set need exactly one unit")
@@ -108,6 +147,7 @@ def cmd_area(args) -> int:
     unit = registry.get(args.unit)
     refuse_runtime_sets(unit, args.sets, "the area")
     cfg = load_config(unit, args.config, args.sets)
+    before = None if args.output else _area_config(unit)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
              outdir=Path(args.output) if args.output else None, breakdown=args.breakdown)
@@ -122,7 +162,28 @@ def cmd_area(args) -> int:
         if unit.breakdown_table:
             print(registry.resolve(unit.breakdown_table)(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
+    run = {"config": r["config"], "clock_ns": r["clock_ns"], "liberty": r["liberty"]}
+    if before is not None and before != run:
+        changed = [f"{k}={v}" for k, v in before["config"].items()
+                   if r["config"].get(k, v) != v]
+        changed += [f"{k} {before[k]}" for k in ("clock_ns", "liberty") if before[k] != run[k]]
+        print(f"note: this replaced the report of another run of {unit.name} in "
+              f"{r['outdir']} ({', '.join(changed) or 'another configuration'}); the default "
+              "folder holds the latest run of each unit: give -o DIR to keep several")
     return 0
+
+
+def _area_config(unit):
+    """What the last area run into the unit's default folder measured (configuration, clock,
+    liberty), or ``None`` when there is none that can be read."""
+    from . import build_dir
+
+    try:
+        old = json.loads((build_dir() / "area" / unit.name / "area.json").read_text())
+        return {"config": dict(old["config"]), "clock_ns": old["clock_ns"],
+                "liberty": old["liberty"]}
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
 
 
 def cmd_report(args) -> int:
@@ -143,22 +204,36 @@ def cmd_tensor_stats(args) -> int:
 
     if args.analysis is None:
         raise FlowError("no family declares a tensor analysis")
+    from .runs import check_output, staged
+
     analysis = _tensor_analyses()[args.analysis]
     options = {kwargs["dest"]: getattr(args, kwargs["dest"]) for _, kwargs in analysis.options}
+    out = check_output(Path(args.output) if args.output else build_dir() / "tensor-stats")
     shown = progress if sys.stderr.isatty() else None
     if Path(args.file).is_dir():  # a training capture (trainfab train --capture)
         from .studies import captures
 
+        folder = Path(args.file)
+        if not captures.is_capture(folder) and not any(
+                d.is_dir() and captures.is_capture(d) for d in folder.iterdir()):
+            raise FlowError(f"{folder} is a directory, not a tensor file, nor a capture folder "
+                            "of `trainfab train --capture` (no manifest.json in it or in its "
+                            "sub-folders)")
+
         stats = captures.capture_stats(args.file, analysis, options, progress=shown)
         text = captures.capture_stats_markdown(stats)
     else:
+        from .studies.tensors import read_tensors
+
+        tensors = read_tensors(args.file)
+        if not any(t.count for t in tensors):  # statistics of nothing would read as ratios of 0
+            shapes = ", ".join(f"{t.name} {tuple(t.shape)}" for t in tensors[:4])
+            raise FlowError(f"{args.file}: no values to measure: every tensor is empty ({shapes}"
+                            f"{', …' if len(tensors) > 4 else ''})")
         stats = analysis.run(args.file, progress=shown, **options)
         text = analysis.markdown(stats)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    from .runs import staged
-
-    out = Path(args.output) if args.output else build_dir() / "tensor-stats"
     stem = Path(args.file).resolve().name if Path(args.file).is_dir() else Path(args.file).stem
     with staged(out) as work:
         (work / f"{stem}.md").write_text(text)
@@ -229,8 +304,6 @@ def _study_dispatch(args) -> int:
         raise FlowError("--set policy: the study runs every policy (priority, fair, inf_only)")
     cfg = load_config(unit, args.config, args.sets)
     loads = parse_loads(args.loads) if args.loads is not None else LOADS
-    if args.cycles < 1000:
-        raise FlowError(f"--cycles {args.cycles}: at least 1000 measured cycles per run")
     res = main_dispatch(cfg, loads, args.cycles, args.seed,
                         Path(args.output) if args.output else None)
     S = res["service_time"]
@@ -273,28 +346,51 @@ def cmd_demo(args) -> int:
     return demo(seed=args.seed, sim=args.sim)
 
 
+def cmd_paper(args) -> int:
+    from .report import paper
+
+    return paper(seed=args.seed, sim=args.sim, jobs=args.jobs)
+
+
+def _span(bounds) -> str:
+    return f"{bounds[0]:,} to {bounds[1]:,}"
+
+
+#: help of every ``unit`` argument
+UNIT_HELP = "a unit name, e.g. fpraker.encoder ('trainfab list' lists them)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .eda.simulate import SIMULATORS
+    from .studies.dispatch import CYCLES_RANGE
 
     p = _Parser(prog="trainfab", description="Generate, verify and measure low-precision "
                 "DNN-training arithmetic units (FPRaker, FAST, Equinox/HBFP, Gecko).")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("list", help="units and presets")
+    s = sub.add_parser("list", help="units and presets; with a UNIT, its configuration fields "
+                       "(type, default, allowed values, meaning)")
+    s.add_argument("unit", nargs="?", metavar="UNIT",
+                   help="show this unit's configuration fields (for --set and --config)")
     s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("generate", help="Verilog and a JSON manifest for one unit")
-    s.add_argument("unit")
+    s.add_argument("unit", help=UNIT_HELP)
     _config_args(s)
     s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/generate/UNIT)")
     s.set_defaults(func=cmd_generate)
 
     s = sub.add_parser("regress", help="cocotb regressions against the golden models")
-    s.add_argument("units", nargs="*", metavar="UNIT", help="units (default: all)")
+    s.add_argument("units", nargs="*", metavar="UNIT",
+                   help="units to run ('trainfab list' lists them); or --all")
+    s.add_argument("--all", action="store_true",
+                   help="run every unit (long at standard effort: use --effort quick for a "
+                        "first look)")
     _config_args(s)
     s.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator (default: each unit's own, icarus for most)")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help=f"seed of the testbenches' random stimuli, {SEED_HELP} (default 1)")
     s.add_argument("--effort", choices=EFFORTS, default="standard",
                    help="size of the testbenches' random parts (default standard, as make test)")
     s.add_argument("--waves", action="store_true", help="dump waveforms into the run folder")
@@ -304,12 +400,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, func, text in (("area", cmd_area, "yosys area and OpenSTA timing for one unit"),):
         s = sub.add_parser(name, help=text)
-        s.add_argument("unit")
+        s.add_argument("unit", help=UNIT_HELP)
         _config_args(s)
         s.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
         s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
                        help="clock period constraint in ns, 0.01 to 100000 (default 10)")
-        s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/area/UNIT)")
+        s.add_argument("--output", "-o", metavar="DIR",
+                       help="output folder (default build/area/UNIT, which holds the latest run "
+                            "of the unit: a run of another configuration replaces it)")
         s.add_argument("--breakdown", action="store_true",
                        help="also synthesize hierarchically and report the area of each block")
         s.set_defaults(func=func)
@@ -330,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=mod.cmd)
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
-    s.add_argument("--liberty", default="osu018")
+    s.add_argument("--liberty", default="osu018",
+                   help="the standard cells to synthesize onto: osu018 (default) or a .lib path")
     s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
                    help="clock period constraint in ns, 0.01 to 100000 (default 10)")
     s.set_defaults(func=cmd_report)
@@ -363,9 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
                    help="dispatch: offered inference loads, fractions of the inference-only "
                         "capacity (default 0.05:1:0.05 plus 1.1, 1.2)")
-    s.add_argument("--cycles", type=int, default=200_000,
-                   help="dispatch: measured cycles per run (default %(default)s)")
-    s.add_argument("--seed", type=int, default=1, help="seed of the random operands or arrivals")
+    s.add_argument("--cycles", type=bounded(int, *CYCLES_RANGE), default=200_000,
+                   help=f"dispatch: measured cycles per run, {CYCLES_RANGE[0]:,} to "
+                        f"{CYCLES_RANGE[1]:,} (default %(default)s)")
+    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help=f"seed of the random operands or arrivals, {SEED_HELP} (default 1)")
     s.add_argument("--output", "-o", metavar="DIR",
                    help="output folder (default build/study/<study>)")
     s.set_defaults(func=cmd_study)
@@ -377,18 +478,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--formats", default="all", metavar="LIST",
                    help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
                         "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave")
-    s.add_argument("--epochs", type=int, default=None, help="training epochs (default: the "
+    s.add_argument("--epochs", type=bounded(int, *train_run.EPOCHS_RANGE), default=None,
+                   help=f"training epochs, {_span(train_run.EPOCHS_RANGE)} (default: the "
                    "model's own, see docs/cli.md)")
-    s.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default 32)")
-    s.add_argument("--seed", type=int, default=0,
-                   help="seed of the split, initialization, data order and rounding (default 0)")
-    s.add_argument("-j", "--jobs", type=int, default=2,
-                   help="formats trained at once, one process each (default 2)")
+    s.add_argument("--batch-size", type=bounded(int, *train_run.BATCH_RANGE), default=None,
+                   help=f"mini-batch size, {_span(train_run.BATCH_RANGE)} (default 32)")
+    s.add_argument("--seed", type=bounded(int, *train_run.SEED_RANGE), default=0,
+                   help="seed of the split, initialization, data order and rounding, "
+                        f"{SEED_HELP} (default 0)")
+    s.add_argument("-j", "--jobs", type=bounded(int, *train_run.JOBS_RANGE), default=2,
+                   help=f"formats trained at once, one process each, "
+                        f"{_span(train_run.JOBS_RANGE)} (default 2)")
     s.add_argument("--dataset", metavar="FILE.npz",
                    help="a dataset: x (N,C,H,W) or (N,F) floats, y integer labels "
                         "(default: scikit-learn's digits, split 80/20 by the seed)")
-    s.add_argument("--limit", type=int, default=None, metavar="N",
-                   help="keep N samples of the shuffled dataset (quick runs)")
+    s.add_argument("--limit", type=bounded(int, *train_run.LIMIT_RANGE), default=None,
+                   metavar="N", help="keep N samples of the shuffled dataset (quick runs), "
+                                     f"{_span(train_run.LIMIT_RANGE)}")
     s.add_argument("--capture", metavar="DIR",
                    help="record both operands of every GEMM of one mini-batch per epoch, "
                         "as bf16, in DIR/<format>/")
@@ -396,16 +502,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (default build/train/<model>)")
     s.set_defaults(func=cmd_train)
 
-    s = sub.add_parser("demo", help="generate, quick-regress and measure every unit (make demo)")
+    s = sub.add_parser("demo", help="generate, quick-regress and measure one small unit of each "
+                       "family, with a comparison table and a plot (make demo)")
     s.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator (default: each unit's own)")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help=f"seed of the quick regressions, {SEED_HELP} (default 1)")
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("paper", help="every unit at its paper configuration with its parts, the "
+                       "papers' ratios and scalings, tile power and speedup on MiniLM, the "
+                       "term-encoder sweep and the 8 x 8 tiles (make paper; about 2 hours on "
+                       "2 cores, its estimate printed first)")
+    s.add_argument("--sim", choices=SIMULATORS, default=None,
+                   help="simulator (default: each unit's own)")
+    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help=f"seed of the quick regressions, {SEED_HELP} (default 1)")
+    s.add_argument("-j", "--jobs", type=bounded(int, 1, 64), default=None, metavar="N",
+                   help="local processes of the term-encoder sweep (default: one per CPU)")
+    s.set_defaults(func=cmd_paper)
     return p
 
 
 def _terminate(signum, frame):
     raise KeyboardInterrupt  # a killed run cleans up like an interrupted one
+
+
+def _silence_unused_elaboratables() -> None:
+    """A run stopped part-way through building a design (Ctrl-C, an error) leaves Amaranth
+    elaboratables it never used, and Amaranth warns about each when it is collected: thousands
+    of lines after the one-line message for a large tile.  Amaranth itself keeps quiet when
+    the interpreter ends in an exception; so does a run of the command that ends in an error
+    (only the command's own process: the silence is for the rest of the process)."""
+    unused = sys.modules.get("amaranth._unused")
+    if unused is not None:
+        unused.MustUse._MustUse__silence = True
 
 
 def main(argv=None) -> int:
@@ -415,7 +546,12 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        try:
+            return args.func(args)
+        except BaseException:
+            if argv is None:
+                _silence_unused_elaboratables()
+            raise
     except FlowError as e:
         print(f"trainfab: error: {e}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ line naming the file.
 """
 
 import dataclasses
+import inspect
 import re
 import tomllib
 from pathlib import Path
@@ -89,13 +90,22 @@ def read_toml(path: Path) -> dict:
         raise FlowError(f"{path}: malformed TOML: {lines[0]}") from None
 
 
-def unit_table(doc: dict, unit: Unit):
-    table = doc
+def unit_table(doc: dict, unit: Unit, source=None):
+    """The unit's table of a parsed TOML file (``[fpraker.encoder]``), ``None`` when the file
+    has none; :class:`FlowError` (naming ``source``, the file) when a key on the way is a value,
+    not a table (``fpraker.encoder = 3``)."""
+    table, path = doc, []
     for part in unit.name.split("."):
-        if not isinstance(table, dict) or part not in table:
+        if part not in table:
             return None
         table = table[part]
-    return table if isinstance(table, dict) else None
+        path.append(part)
+        if not isinstance(table, dict):
+            key = ".".join(path)
+            where = f"{source}: " if source else ""
+            raise FlowError(f"{where}{key} is a key with the value {_short(table)}, not a table: "
+                            f"write the fields of {unit.name} under a [{unit.name}] table")
+    return table
 
 
 def parse_set(item: str) -> tuple[str, object]:
@@ -124,28 +134,31 @@ def load_config(unit: Unit, config: str | None = None, sets=()):
     values: dict = {}
     if config is not None:
         path = preset_path(config)
-        table = unit_table(read_toml(path), unit)
+        table = unit_table(read_toml(path), unit, path)
         if table is None:
             raise FlowError(f"{path} has no [{unit.name}] table")
         source = str(path)
         values.update(table)
     else:
         path = presets().get(unit.preset)
-        table = unit_table(read_toml(path), unit) if path else None
+        table = unit_table(read_toml(path), unit, path) if path else None
         source = str(path) if table is not None else "defaults"
         values.update(table or {})
     for key in values:
         if key not in names:
             raise FlowError(f"{source}: unknown field {_short(key)} for {unit.name}; "
                             f"fields: {', '.join(names)}")
-    from_sets = set()
+    from_sets: dict[str, str] = {}
     for item in sets:
         key, value = parse_set(item)
         if key not in names:
             raise FlowError(f"--set {_label(key)}: unknown field for {unit.name}; "
                             f"fields: {', '.join(names)}")
+        if key in from_sets:
+            raise FlowError(f"--set {_label(key)}: given twice ({_label(from_sets[key])} and "
+                            f"{_label(item.strip())}); set each field once")
         values[key] = value
-        from_sets.add(key)
+        from_sets[key] = item.strip()
     try:
         return cls(**values)
     except ConfigError as e:
@@ -165,6 +178,96 @@ def refuse_runtime_sets(unit: Unit, sets, what: str) -> None:
                             f"hardware), not a hardware parameter: it cannot change {what}")
 
 
+def field_docs(cls) -> dict[str, str]:
+    """Field name → its documentation: the ``#:`` comment lines right above the field in the
+    class's source (of the class or the dataclass it extends); ``""`` when it has none."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    docs: dict[str, str] = {}
+    for klass in cls.__mro__:
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            lines = inspect.getsource(klass).splitlines()
+        except (OSError, TypeError):
+            continue
+        pending: list[str] = []
+        in_string = False
+        for line in lines[1:]:
+            text = line.strip()
+            quotes = text.count('"""') + text.count("'''")
+            if in_string or quotes:
+                in_string = in_string != (quotes % 2 == 1)
+                pending = []
+                continue
+            if text.startswith("#:"):
+                pending.append(text[2:].strip())
+                continue
+            field = re.match(r"(\w+)\s*:(?!=)", text)
+            if field and field.group(1) in names and field.group(1) not in docs:
+                docs[field.group(1)] = " ".join(pending)
+            pending = []
+    return {name: docs.get(name, "") for name in names}
+
+
+_NOT_A_VALUE = object()
+
+
+def field_allowed(cfg, name: str) -> str | None:
+    """What the configuration class's own validation allows for field ``name`` at ``cfg``'s
+    other values ("an integer in 1..64", "one of 'csd', 'binary'"), found by offering it a
+    value no field accepts; ``None`` when the class does not say."""
+    for probe in (_NOT_A_VALUE, "\0"):
+        try:
+            dataclasses.replace(cfg, **{name: probe})
+        except ConfigError as e:
+            return e.allowed if e.field == name else None
+        except Exception:  # a check that does not raise ConfigError for this value
+            continue
+        return None
+    return None
+
+
+def _toml_value(value) -> str:
+    """A value as ``--set`` takes it: ``true``, ``8``, ``csd``; ``(none)`` for None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "(none)"
+    return str(value)
+
+
+def _type_name(tp) -> str:
+    return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
+
+
+def describe_fields(unit: Unit) -> str:
+    """``trainfab list UNIT``: the unit's configuration fields, each with its type, default
+    (the unit's preset over the class defaults), allowed values and meaning."""
+    cls = unit.config_class()
+    cfg = load_config(unit)
+    path = presets().get(unit.preset)
+    source = (f"preset {unit.preset} ({path})" if path and unit_table(read_toml(path), unit)
+              is not None else f"the defaults of {cls.__name__}")
+    docs = field_docs(cls)
+    lines = [f"{unit.name}: {unit.summary}",
+             f"configuration {unit.config}; defaults: {source}",
+             f"fields (set with --set FIELD=VALUE, or in a [{unit.name}] table of a --config "
+             "file):"]
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        allowed = field_allowed(cfg, f.name)
+        head = f"  {f.name} ({_type_name(f.type)}, default {_toml_value(getattr(cfg, f.name))})"
+        if allowed:
+            head += f": {allowed}"
+        if f.name in unit.runtime_fields:
+            head += " [run-time input of the hardware: the testbench's default value]"
+        lines.append(head)
+        if docs.get(f.name):
+            lines.append(f"      {docs[f.name]}")
+    return "\n".join(lines)
+
+
 def _label(text: str) -> str:
     """A name as is when printable and short, else its (cut) repr."""
     return text if text.isprintable() and len(text) <= 80 else _short(text)
@@ -180,4 +283,4 @@ def _short(value, limit: int = 80) -> str:
 
 
 __all__ = ["CONFIG_DIR", "presets", "preset_path", "read_toml", "unit_table", "parse_set",
-           "load_config", "refuse_runtime_sets"]
+           "load_config", "refuse_runtime_sets", "field_docs", "field_allowed", "describe_fields"]

@@ -94,7 +94,8 @@ Progress, resume and interruption
 * Ctrl-C stops the sweep (the CLI exits 130); finished points stay in ``results.jsonl``.
   Local workers are stopped with the tools they run; on a Dask cluster the queued points are
   cancelled, and points already running on a worker finish there unrecorded.
-* One sweep at a time per output folder (a lock file, ``.sweep.lock``).
+* One sweep at a time per output folder (a lock file, ``.sweep.lock``, there while a sweep
+  runs).
 
 Outputs (default folder ``build/sweep/<unit>-<10 hex digits of the sweep's hash>``, ``-o DIR``)
 --------------------------------------------------------------------------------------------
@@ -115,9 +116,9 @@ points); 2 for a usage, configuration or environment error found before anything
 """
 
 import argparse
+import contextlib
 import csv
 import dataclasses
-import fcntl
 import io
 import itertools
 import json
@@ -158,6 +159,10 @@ LABELS = {
     "fmax_mhz": "fmax (MHz)",
 }
 RESULTS = "results.jsonl"
+#: local worker processes ``-j`` accepts
+JOBS_RANGE = (1, 4096)
+#: the most points a sweep may have (the grid's cross product is checked before it is listed)
+MAX_POINTS = 100_000
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,7 +171,9 @@ RESULTS = "results.jsonl"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``sweep`` subcommand's arguments to ``p``."""
-    p.add_argument("unit")
+    from .cli import SEED_HELP, SEED_RANGE, UNIT_HELP, bounded
+
+    p.add_argument("unit", help=UNIT_HELP)
     p.add_argument("--grid", "-g", action="append", default=[], metavar="FIELD=V1,V2,…",
                    help="sweep a configuration field (or clock_ns, the synthesis clock "
                         "constraint in ns) over these values, parsed like --set values; "
@@ -181,14 +188,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated: area, timing (one synthesis per point gives both), "
                         "regress (cocotb testbench) (default: %(default)s). Fields that do not "
                         "change the Verilog (run-time inputs) can be swept only with regress alone")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="local worker processes (default: the number of CPUs; 1: one point "
-                        "after another in this process)")
+    p.add_argument("--jobs", "-j", type=bounded(int, *JOBS_RANGE), default=None, metavar="N",
+                   help=f"local worker processes, {JOBS_RANGE[0]} to {JOBS_RANGE[1]} (default: "
+                        "the number of CPUs; 1: one point after another in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the points on the Dask distributed cluster of this scheduler "
                         "(tcp://HOST:8786) instead of local processes")
     p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
-    p.add_argument("--seed", type=int, default=1, help="testbench seed for regress (default 1)")
+    p.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help=f"testbench seed for regress, {SEED_HELP} (default 1)")
     p.add_argument("--effort", choices=EFFORTS, default="quick",
                    help="testbench size for regress (default quick)")
     p.add_argument("--output", "-o", metavar="DIR",
@@ -382,6 +390,11 @@ def plan_sweep(args) -> Plan:
                         f"timing measures, not for {','.join(measures)}")
     liberty = str(find_liberty(args.liberty).resolve()) if synth else None
     seed, effort = args.seed, args.effort
+    size = math.prod(len(v) for v in grid.values())
+    if size > MAX_POINTS:
+        sizes = " × ".join(str(len(v)) for v in grid.values())
+        raise FlowError(f"the grid has {size:,} points ({sizes}); a sweep runs at most "
+                        f"{MAX_POINTS:,}")
     points, seen = [], {}
     for index, combo in enumerate(itertools.product(*grid.values())):
         values = dict(zip(grid, combo))
@@ -539,12 +552,16 @@ class ResultLog:
             if data and not data.endswith(b"\n"):
                 with open(path, "r+b") as f:
                     f.truncate(data.rfind(b"\n") + 1)
+        self.path = path
         self.f = open(path, "a", encoding="utf-8")
 
     def append(self, rec: dict) -> None:
-        self.f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-        self.f.flush()
-        os.fsync(self.f.fileno())
+        try:
+            self.f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+            self.f.flush()
+            os.fsync(self.f.fileno())
+        except OSError as e:
+            raise FlowError(f"cannot write {self.path}: {e.strerror or e}") from None
 
     def close(self) -> None:
         self.f.close()
@@ -616,8 +633,24 @@ def _connect(address: str):
     except ImportError:
         raise FlowError("--scheduler needs dask[distributed] in this environment; run "
                         "'make setup' (or: pip install 'dask[distributed]')") from None
+
+    class _Client(Client):
+        """A client that, when it cannot connect, stops its event loop at once: otherwise the
+        half-made client's destructor tries to close the connection it never had, waits 20 s
+        and prints a traceback after the one-line error."""
+
+        def __init__(self, *args, **kwargs):
+            try:
+                super().__init__(*args, **kwargs)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.status = "closed"        # nothing for close() (and __del__) to do
+                with contextlib.suppress(Exception):
+                    self._loop_runner.stop()
+                raise
+
     try:
-        return Client(address, timeout="10s", set_as_default=False)
+        return _Client(address, timeout="10s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
         raise FlowError(f"--scheduler {address}: cannot connect to a Dask scheduler "
                         f"({type(e).__name__}: {e})") from None
@@ -654,23 +687,26 @@ def _summary(rec: dict) -> str:
 def cmd_sweep(args) -> int:
     """``trainfab sweep``: plan, run the points not done yet, write the table, plots and
     summary.  Exit 0, or 1 when a point failed or a regression failed."""
-    from .runs import ensure_dir
+    from .runs import check_output, ensure_dir, locked
     from .eda.tools import require
 
     if args.jobs is not None and args.scheduler:
         raise FlowError("-j/--jobs sets local processes; with --scheduler the cluster's workers "
                         "run the points")
-    if args.jobs is not None and args.jobs < 1:
-        raise FlowError(f"-j {args.jobs}: at least 1")
+    if args.jobs is not None and not JOBS_RANGE[0] <= args.jobs <= JOBS_RANGE[1]:
+        raise FlowError(f"-j {args.jobs}: give {JOBS_RANGE[0]} to {JOBS_RANGE[1]} processes")
     plan = plan_sweep(args)
     jobs = args.jobs or _cpus()
-    out = ensure_dir(Path(args.output) if args.output else _default_outdir(plan)).resolve()
-    with open(out / ".sweep.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise FlowError(f"another sweep is running in {out}") from None
-        return _sweep(plan, args, out, jobs, require)
+    out = check_output(Path(args.output) if args.output else _default_outdir(plan))
+    existed = out.exists()
+    ensure_dir(out)
+    try:
+        with locked(out / ".sweep.lock", busy=f"another sweep is running in {out}"):
+            return _sweep(plan, args, out, jobs, require)
+    finally:
+        if not existed:  # a sweep that stopped before writing anything leaves no folder
+            with contextlib.suppress(OSError):
+                out.rmdir()
 
 
 def _cpus() -> int:
@@ -779,8 +815,9 @@ def _csv_cell(v) -> str:
 
 
 def write_outputs(plan: Plan, records: dict, out: Path) -> dict:
-    """Write ``sweep.csv``, ``sweep.json``, ``sweep.md`` and the plots; return their paths."""
-    from .runs import write_atomic
+    """Write ``sweep.csv``, ``sweep.json``, ``sweep.md`` and the plots; return their paths
+    (and record them in the folder's manifest of trainfab's files, :mod:`flows.runs`)."""
+    from .runs import record, write_atomic
 
     rows = table(plan, records)
     cols = plan.columns
@@ -799,6 +836,7 @@ def write_outputs(plan: Plan, records: dict, out: Path) -> dict:
     plots = write_plots(plan, rows, out)
     write_atomic(paths["markdown"], markdown(plan, rows, plots, out))
     paths["plots"] = plots
+    record(out, [p.name for p in (paths["csv"], paths["json"], paths["markdown"], *plots)])
     return paths
 
 
@@ -808,13 +846,16 @@ def plotted_columns(plan: Plan) -> list[str]:
 
 def write_plots(plan: Plan, rows: list[dict], out: Path) -> list[Path]:
     """``<measure>_vs_<field>.png`` for every plotted column and every field with ≥ 2 values
-    (stale plots of other columns or fields in ``out`` are removed)."""
+    (stale plots of other columns or fields that an earlier sweep wrote into ``out`` are
+    removed: only those the folder's manifest proves trainfab's,
+    :func:`flows.runs.remove_stale`)."""
+    from .runs import remove_stale
+
     fields = [f for f, v in plan.grid.items() if len(v) > 1]
     want = [(c, f) for c in plotted_columns(plan) for f in fields]
     names = {f"{c}_vs_{f}.png" for c, f in want}
-    for old in out.glob("*_vs_*.png"):
-        if old.name not in names and old.name.split("_vs_")[0] in LABELS:
-            old.unlink()
+    remove_stale(out, [old.name for old in out.glob("*_vs_*.png")
+                       if old.name.split("_vs_")[0] in LABELS], keep=names)
     if not want:
         return []
     import matplotlib

@@ -1,5 +1,6 @@
 """The trainfab CLI: listing, generation, configuration errors, regressions, area reports."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flows import registry
-from flows.cli import main
+from flows.cli import build_parser, main
 
 TRAINFAB = [sys.executable, "-m", "flows.cli"]
 
@@ -194,3 +195,159 @@ def test_area_with_a_relative_output_folder(tmp_path, capsys, monkeypatch):
     code, out, err = run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", "rel/out"], capsys)
     assert code == 0, err
     assert (tmp_path / "rel" / "out" / "area.json").exists()
+
+
+# --- numeric options: bounded before anything runs, the error names the option and its range
+
+SEEDS = "0 to 4,294,967,295"
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["power", "fpraker.pe", "--groups", "10000000000"], ["--groups", "1 to 100,000"]),
+    (["power", "fpraker.pe", "--seed", "-1"], ["--seed", SEEDS]),
+    (["study", "dispatch", "--cycles", "100000000000000"], ["--cycles", "1,000 to 10,000,000"]),
+    (["study", "dispatch", "--seed", "-1"], ["--seed", SEEDS]),
+    (["study", "hbfp", "--seed", "4294967296"], ["--seed", SEEDS]),
+    (["regress", "fpraker.encoder", "--seed", "-1"], ["--seed", SEEDS]),
+    (["demo", "--seed", "one"], ["--seed", "'one'", SEEDS]),
+    (["sweep", "fpraker.encoder", "--grid", "lanes=1,2", "-j", "0"], ["--jobs", "1 to 4,096"]),
+    (["sweep", "fpraker.encoder", "--grid", "lanes=1,2", "--seed", "-1"], ["--seed", SEEDS]),
+    (["train", "--epochs", "0"], ["--epochs", "1 to 1,000"]),
+    (["train", "--batch-size", "1e9"], ["--batch-size", "'1e9'"]),
+    (["train", "-j", "1000"], ["--jobs", "1 to 64"]),
+    (["train", "--limit", "5"], ["--limit", "10 to"]),
+    (["train", "--seed", "-1"], ["--seed", SEEDS]),
+    (["tensor-stats", "x.npy", "--lanes", "0"], ["--lanes", "1 to 64"]),
+    (["tensor-stats", "x.npy", "--man-width", "100000000000000"], ["--man-width", "0 to 23"]),
+    (["study", "dispatch", "--loads", "0.1:1:1e-9"], ["--loads", "at most 1,000"]),
+    (["study", "dispatch", "--loads", "1:0:0.1"], ["--loads", "the start 1 is after the stop 0"]),
+    (["study", "dispatch", "--loads", "0.1:nan:0.1"], ["--loads", "finite"]),
+])
+def test_numeric_options_are_bounded(args, needles, capsys, tmp_path):
+    code, out, err = run(args + ["-o", str(tmp_path / "out")], capsys)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trainfab: error:"), err
+    assert "internal error" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_unit_argument_and_seed_option_has_help():
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    checked = set()
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            if action.dest in ("unit", "units", "seed") or (name == "report"
+                                                          and action.dest == "liberty"):
+                assert action.help, (name, action.dest)
+                checked.add((name, action.dest))
+    assert {("regress", "units"), ("regress", "seed"), ("area", "unit"), ("report", "liberty"),
+            ("list", "unit"), ("sweep", "unit"), ("power", "unit")} <= checked
+
+
+# --- trainfab list UNIT
+
+
+def test_list_shows_a_units_fields(capsys):
+    code, out, err = run(["list", "fpraker.encoder"], capsys)
+    assert code == 0, err
+    assert "lanes (int, default 8): an integer in 1..64" in out
+    assert "number of independent encoder lanes" in out             # the field's #: comment
+    assert "encoding (str, default csd): one of 'csd', 'binary'" in out
+    assert "preset fpraker-paper" in out
+    code, out, _ = run(["list", "gecko.compressor"], capsys)
+    assert code == 0 and "sign_en (bool, default true): true or false [run-time input" in out
+    code, _, err = run(["list", "no.such"], capsys)
+    assert code == 2 and "unknown unit 'no.such'" in err
+
+
+# --- regress: a unit or --all
+
+
+def test_regress_needs_a_unit_or_all(capsys, monkeypatch):
+    import flows.eda.simulate
+
+    seen = []
+
+    class Passed:
+        passed, tests, failed = True, 1, 0
+
+        def summary(self):
+            return "PASS"
+
+    monkeypatch.setattr(flows.eda.simulate, "run_testbench",
+                        lambda unit, cfg, **kw: (seen.append(unit.name), Passed())[1])
+    code, _, err = run(["regress"], capsys)
+    assert code == 2 and "--all" in err and len(err.strip().splitlines()) == 1 and not seen
+    code, _, err = run(["regress", "fpraker.encoder", "--all"], capsys)
+    assert code == 2 and "not both" in err and not seen
+    code, out, err = run(["regress", "--all", "--effort", "quick"], capsys)
+    assert code == 0, err
+    assert sorted(seen) == sorted(registry.UNITS)
+
+
+# --- --set and configuration files
+
+
+def test_a_field_set_twice_is_refused(capsys):
+    code, _, err = run(["generate", "fpraker.encoder", "--set", "lanes=1", "--set", "lanes=2"],
+                       capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--set lanes: given twice (lanes=1 and lanes=2)" in err
+
+
+@pytest.mark.parametrize("body, key", [("fpraker.encoder = 3\n", "fpraker.encoder"),
+                                       ("fpraker = \"x\"\n", "fpraker")])
+def test_a_unit_key_that_is_not_a_table(body, key, tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(body)
+    code, _, err = run(["generate", "fpraker.encoder", "-c", str(cfg)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{cfg}: {key} is a key with the value" in err and "not a table" in err
+    assert "has no [fpraker.encoder] table" not in err
+
+
+# --- area's default folder
+
+
+def test_area_says_when_its_default_folder_held_another_configuration(
+        tmp_path, capsys, monkeypatch):
+    import flows
+
+    monkeypatch.setattr(flows, "BUILD", tmp_path)
+    code, out, err = run(["area", "fpraker.encoder", "--set", "lanes=1"], capsys)
+    assert code == 0 and "note:" not in out, err
+    code, out, err = run(["area", "fpraker.encoder", "--set", "lanes=1"], capsys)
+    assert code == 0 and "note:" not in out, err                  # the same run again
+    code, out, err = run(["area", "fpraker.encoder", "--set", "lanes=2"], capsys)
+    assert code == 0, err
+    assert (f"note: this replaced the report of another run of fpraker.encoder in "
+            f"{tmp_path / 'area' / 'fpraker.encoder'} (lanes=1)") in out
+    assert json.loads((tmp_path / "area" / "fpraker.encoder" / "area.json").read_text()
+                      )["config"]["lanes"] == 2
+
+
+def test_an_interrupted_elaboration_ends_with_one_line():
+    """Ctrl-C while a design is being built leaves elaboratables it never used; Amaranth's
+    warning about each of them (thousands for a large tile) is not printed after the line."""
+    script = "\n".join([
+        "import sys",
+        "import flows.cli",
+        "from amaranth.hdl import Elaboratable, Module, UnusedElaboratable",
+        "UnusedElaboratable._MustUse__silence = False  # as after a first elaboration",
+        "class Block(Elaboratable):",
+        "    def elaborate(self, platform):",
+        "        return Module()",
+        "def interrupted_generate(args):",
+        "    blocks = [Block() for _ in range(3)]  # built, never used: the run stops here",
+        "    raise KeyboardInterrupt",
+        "flows.cli.cmd_generate = interrupted_generate",
+        "sys.argv = ['trainfab', 'generate', 'fpraker.encoder']",
+        "sys.exit(flows.cli.main())",
+    ])
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, timeout=300)
+    assert proc.returncode == 130 and proc.stderr.strip() == "trainfab: interrupted", proc.stderr

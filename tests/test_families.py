@@ -6,6 +6,7 @@ import json
 import textwrap
 import types
 
+import numpy as np
 import pytest
 
 from flows import FlowError, families, registry, report
@@ -174,7 +175,7 @@ def test_a_new_family_is_one_file(tmp_path, monkeypatch, capsys):
     assert report.paper_figures()["toy.adder"] == "1 µm² somewhere"
     assert main(["list"]) == 0 and "toy.adder" in capsys.readouterr().out
     data = tmp_path / "x.npy"
-    data.write_bytes(b"")
+    np.save(data, np.ones(4, dtype=np.float32))
     assert main(["tensor-stats", str(data), "--analysis", "count", "--scale", "3",
                  "-o", str(tmp_path / "out")]) == 0
     assert "counted 3" in capsys.readouterr().out

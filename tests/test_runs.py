@@ -42,7 +42,9 @@ def _cli(args, build: Path, **kwargs):
 
 
 def _state(folder: Path) -> dict:
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    """The run's files in ``folder`` (not the manifest of trainfab's files)."""
+    return {p.name: p.read_bytes() for p in folder.iterdir()
+            if p.is_file() and p.name != runs.MANIFEST}
 
 
 def _assert_consistent(folder: Path, top: str) -> dict:
@@ -87,7 +89,7 @@ def test_failed_runs_leave_the_output_folder_as_it_was(tmp_path, capsys):
     assert run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)[0] == 0
     before = _state(out)
     garbage = tmp_path / "garbage.lib"
-    garbage.write_text("library (junk) { cell (")
+    garbage.write_text("library (junk) { cell (INVX1) { area : 1; ")  # cut short
     code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=2", "--liberty", str(garbage),
                         "-o", str(out)], capsys)
     # a yosys failure is one line: its own error message, and where its log went
@@ -102,21 +104,79 @@ def test_failed_runs_leave_the_output_folder_as_it_was(tmp_path, capsys):
     _assert_consistent(out, "fpraker_encoder")
 
 
+#: runs the CLI with SIGINT's default disposition, whatever this process's is: a shell starts
+#: a background job of a non-interactive shell with SIGINT ignored, and a program started with
+#: SIGINT ignored keeps it ignored (Python then installs no KeyboardInterrupt handler)
+WITH_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                       "os.execv(sys.executable, [sys.executable, '-m', 'flows.cli', "
+                       "*sys.argv[1:]])")
+#: a yosys that starts and then runs until it is stopped: a synthesis that is surely under way
+#: when the test interrupts it
+ENDLESS_YOSYS = """#!/bin/sh
+[ "$1" = "-V" ] && { echo "Yosys (a stand-in that never finishes)"; exit 0; }
+echo "synthesis started" > yosys.log
+exec sleep 600
+"""
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_leaves_the_output_folder_as_it_was(sig, tmp_path, capsys):
     out = tmp_path / "D"
     assert run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)[0] == 0
     before = _state(out)
-    proc = _cli(["area", "fpraker.encoder", "--set", "lanes=8", "-o", str(out)], tmp_path / "build")
-    deadline = time.monotonic() + 120
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "yosys").write_text(ENDLESS_YOSYS)
+    (tools / "yosys").chmod(0o755)
+    env = {**os.environ, "TRAINFAB_BUILD": str(tmp_path / "build"),
+           "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-c", WITH_DEFAULT_SIGINT, "area", "fpraker.encoder",
+                             "--set", "lanes=8", "-o", str(out)], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
     while not list(tmp_path.glob(".D.run-*/yosys.log")):   # interrupt it during synthesis
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert _state(out) == before
+    assert not list(tmp_path.glob(".D.run-*")) and not list(tmp_path.glob(".D.lock"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_files_move_into_place_completes_the_move(sig, tmp_path, monkeypatch):
+    """The documented behaviour (flows.runs): the signal waits until every file is in place,
+    then the run ends as interrupted; the folder holds the complete new set of files."""
+    from flows.cli import _terminate
+
+    final = tmp_path / "D"
+    with runs.staged(final) as work:
+        for name in ("a.txt", "b.txt", "c.txt"):
+            (work / name).write_text(f"old {name}")
+    real_replace, moved = os.replace, []
+
+    def replace(src, dst):
+        if not moved:  # the signal arrives while the first file moves into place
+            signal.raise_signal(sig)
+        moved.append(Path(dst).name)
+        real_replace(src, dst)
+
+    old = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+           signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    try:
+        monkeypatch.setattr(os, "replace", replace)
+        with pytest.raises(KeyboardInterrupt):
+            with runs.staged(final) as work:
+                for name in ("a.txt", "b.txt", "c.txt"):
+                    (work / name).write_text(f"new {name}")
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    assert {n: (final / n).read_text() for n in ("a.txt", "b.txt", "c.txt")} == \
+        {n: f"new {n}" for n in ("a.txt", "b.txt", "c.txt")}
+    assert sorted(runs.read_manifest(final)) == ["a.txt", "b.txt", "c.txt"]
     assert not list(tmp_path.glob(".D.run-*"))
 
 
@@ -259,3 +319,226 @@ def test_a_second_whole_suite_run_waits_for_the_first(tmp_path):
 def test_the_suite_writes_into_its_own_build_folder():
     expected = os.environ.get("TRAINFAB_TEST_BUILD") or ROOT / "build" / "tests"
     assert flows.BUILD == Path(expected).resolve()
+
+
+# --- files of the user's are never removed; the folder says what trainfab wrote
+
+
+def test_a_users_file_listed_in_an_old_report_is_kept(tmp_path, capsys):
+    """area.json may list anything (a user's edit, another tool, an old version): only files
+    the folder's manifest proves trainfab wrote, unchanged, are removed as stale."""
+    out = tmp_path / "D"
+    out.mkdir()
+    (out / "thesis.tex").write_text("my thesis")
+    (out / "area.json").write_text('{"files": ["thesis.tex", "../outside.txt"]}')
+    (tmp_path / "outside.txt").write_text("mine too")
+    code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert (out / "thesis.tex").read_text() == "my thesis"
+    assert (tmp_path / "outside.txt").read_text() == "mine too"
+    report = json.loads((out / "area.json").read_text())
+    assert "thesis.tex" not in report["files"]
+    assert set(runs.read_manifest(out)) == set(report["files"])
+
+
+def test_stale_files_are_removed_only_when_trainfab_wrote_them_unchanged(tmp_path):
+    final = tmp_path / "D"
+    with runs.staged(final) as work:
+        for name in ("own.log", "edited.log", "linked.log"):
+            (work / name).write_text(f"{name} as written")
+    (final / "edited.log").write_text("the user's notes")              # changed since
+    (tmp_path / "elsewhere.log").write_text("linked.log as written")     # same content …
+    (final / "linked.log").unlink()
+    (final / "linked.log").symlink_to(tmp_path / "elsewhere.log")        # … behind a link
+    (final / "user.log").write_text("never written by trainfab")
+    stale = ("own.log", "edited.log", "linked.log", "user.log", "../elsewhere.log")
+    with runs.staged(final, stale=stale) as work:
+        (work / "new.log").write_text("new")
+    assert not (final / "own.log").exists()
+    assert (final / "edited.log").read_text() == "the user's notes"
+    assert (final / "linked.log").is_symlink()
+    assert (tmp_path / "elsewhere.log").read_text() == "linked.log as written"
+    assert (final / "user.log").exists() and (final / "new.log").exists()
+    assert "own.log" not in runs.read_manifest(final)
+
+
+def test_a_forged_manifest_cannot_reach_outside_the_folder(tmp_path):
+    final = tmp_path / "D"
+    final.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    digest = hashlib.sha256(b"keep me").hexdigest()
+    (final / runs.MANIFEST).write_text(json.dumps({"files": {"../victim.txt": digest,
+                                                             str(victim): digest}}))
+    assert runs.remove_stale(final, ["../victim.txt", str(victim)]) == []
+    assert victim.read_text() == "keep me"
+
+
+# --- lock files
+
+
+def test_runs_leave_no_lock_files(tmp_path, capsys):
+    for args in (["generate", "fpraker.encoder", "--set", "lanes=1", "-o", str(tmp_path / "G")],
+                 ["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(tmp_path / "A")]):
+        assert run(args, capsys)[0] == 0
+    with runs.exclusive(tmp_path / "R", "report"):
+        assert (tmp_path / ".R.lock").exists()
+    assert not list(tmp_path.glob(".*.lock")), list(tmp_path.glob(".*"))
+
+
+def test_a_removed_lock_file_still_excludes(tmp_path):
+    """A run waiting on a lock file that its holder then removes locks the file there now, so
+    two runs never hold the lock at once."""
+    lock = tmp_path / ".D.lock"
+    holder = runs.locked(lock)
+    holder.__enter__()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom flows.runs import locked\n"
+         f"with locked({str(lock)!r}, waiting='waiting'):\n"
+         "    print('held', flush=True)\n    sys.stdin.read()\n"],
+        cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr.readline().strip() == "waiting"
+        holder.__exit__(None, None, None)                     # removes the file, then unlocks
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(flows.FlowError, match="busy"):
+            with runs.locked(lock, busy="busy"):
+                pass
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0 and not lock.exists()
+
+
+# --- unusable folders and full disks: one line naming the output folder, the folder unchanged
+
+
+def test_symbolic_link_loops_are_one_line_errors(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for target in (loop, loop / "sub"):
+        code, _, err = run(["generate", "fpraker.encoder", "-o", str(target)], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "loop of symbolic links" in err and str(loop) in err, err
+    env = {**os.environ, "TRAINFAB_BUILD": str(loop)}
+    proc = subprocess.run(TRAINFAB + ["--help"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "usage: trainfab" in proc.stdout, proc.stderr
+    proc = subprocess.run(TRAINFAB + ["generate", "fpraker.encoder"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert f"build folder {loop}" in proc.stderr and "loop of symbolic links" in proc.stderr
+
+
+def _fill_disk_in_private_folders(monkeypatch):
+    """Writes into a run's private folder fail as on a full disk."""
+    import errno
+    import pathlib
+
+    real = pathlib.Path.write_text
+
+    def write_text(self, *args, **kwargs):
+        if ".run-" in str(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", write_text)
+
+
+def test_a_full_disk_during_generate_names_the_folder_and_keeps_the_old_files(
+        tmp_path, capsys, monkeypatch):
+    out = tmp_path / "D"
+    assert run(["generate", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)[0] == 0
+    before = _state(out)
+    _fill_disk_in_private_folders(monkeypatch)
+    code, _, err = run(["generate", "fpraker.encoder", "--set", "lanes=2", "-o", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"no space left on the device of output folder {out}" in err and ".run-" not in err
+    assert _state(out) == before
+    assert not list(tmp_path.glob(".D.run-*")) and not (tmp_path / "D.failed").exists()
+
+
+def _yosys_cut_short(monkeypatch):
+    """yosys runs but its statistics file is cut short (as when the disk fills up)."""
+    import flows.eda.synth as synth
+
+    def fake_run(cmd, log, what, timeout=3600):
+        folder = log.parent
+        (folder / "yosys.log").write_text("Chip area for module '\\\\fpraker_encoder': 1.0\n")
+        (folder / "stat_generic.json").write_text('{"modules": {"\\\\fpraker_encoder": {"num')
+        (folder / "stat_mapped.json").write_text("")
+        log.write_text("")
+        return ""
+
+    monkeypatch.setattr(synth, "_run", fake_run)
+
+
+def test_a_full_disk_during_area_names_the_folder_and_keeps_the_old_files(
+        tmp_path, capsys, monkeypatch):
+    out = tmp_path / "D"
+    assert run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)[0] == 0
+    before = _state(out)
+    _yosys_cut_short(monkeypatch)
+    monkeypatch.setattr(runs, "no_space", lambda folder: True)
+    code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=2", "-o", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"no space left on the device of output folder {out}" in err, err
+    assert _state(out) == before
+    # with space left, a cut file is yosys' fault: named, with where its log is
+    monkeypatch.setattr(runs, "no_space", lambda folder: False)
+    code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=2", "-o", str(out)], capsys)
+    assert code == 2 and "yosys wrote no readable stat_generic.json" in err, err
+    assert "internal error" not in err and _state(out) == before
+
+
+def test_an_output_folder_that_cannot_be_written_is_named(tmp_path, capsys, monkeypatch):
+    """A read-only or immutable folder: one line naming it, before anything runs (not the
+    private folder's name, nor a file the run would not write)."""
+    out = tmp_path / "D"
+    assert run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)[0] == 0
+    before = _state(out)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: Path(p) != out and
+                        real_access(p, mode, **kw))
+    for args in (["area", "fpraker.encoder", "--set", "lanes=2"],
+                 ["generate", "fpraker.encoder"], ["study", "dispatch"],
+                 ["tensor-stats", str(ROOT / "tests" / "conftest.py")]):
+        code, out_text, err = run(args + ["-o", str(out)], capsys)
+        assert code == 2 and err.strip() == f"trainfab: error: output folder {out} is not " \
+            "writable", err
+        assert "synthesizing" not in out_text or args[0] == "area"
+    assert _state(out) == before
+
+
+def test_an_output_folder_on_another_file_system_is_written(tmp_path):
+    """An output folder that is a mount point of its own: renames into it fail with EXDEV, and
+    the files are copied in instead (each still replaced atomically)."""
+    import errno
+
+    final = tmp_path / "D"
+    real = os.replace
+
+    def replace(src, dst):
+        if ".run-" in str(src):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(os, "replace", replace)
+        with runs.staged(final) as work:
+            (work / "a.txt").write_text("a")
+    assert (final / "a.txt").read_text() == "a" and runs.read_manifest(final) == {
+        "a.txt": hashlib.sha256(b"a").hexdigest()}
+    assert not list(tmp_path.glob(".D.run-*"))
+
+
+def test_an_empty_liberty_is_refused_before_synthesis(tmp_path, capsys):
+    empty = tmp_path / "empty.lib"
+    empty.write_text("")
+    code, _, err = run(["area", "fpraker.encoder", "--liberty", str(empty),
+                        "-o", str(tmp_path / "D")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"liberty file {empty} defines no cells" in err
+    assert not (tmp_path / "D.failed").exists() and not (tmp_path / "D").exists()

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from flows import FlowError
 from flows.cli import main
 from flows.studies.dispatch import dispatch_study, markdown, max_load, p99, parse_loads
 from golden.equinox import DispatchConfig, dispatch_trace, poisson_arrivals
@@ -131,3 +132,46 @@ def test_cli_bad_options_exit_2_with_one_line(args, capsys, tmp_path):
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("trainfab: error: "), out.err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_output_folder_is_checked_before_the_study_runs(tmp_path, capsys, monkeypatch):
+    """-o FILE, or a build folder that is a file, is refused before any cycle is simulated."""
+    import flows
+    import flows.studies.dispatch as dispatch
+
+    def never(*args, **kwargs):
+        raise AssertionError("the study ran")
+
+    monkeypatch.setattr(dispatch, "dispatch_study", never)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    code = main(["study", "dispatch", "-o", str(a_file)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == (f"trainfab: error: output folder {a_file} cannot be "
+                                         "created: it is a file, not a folder"), err
+    monkeypatch.setattr(flows, "BUILD", a_file)
+    code = main(["study", "dispatch"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{a_file} is a file, not a folder" in err, err
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("1:0:0.1", "the start 1 is after the stop 0"),
+    ("0.1:1:1e-9", "900,000,001 load points; at most 1,000"),
+    ("0.1:1:0", "the step must be positive"),
+    ("0.1:inf:0.1", "finite"),
+    (",".join(["0.5"] * 1001), "1,001 load points"),
+])
+def test_load_grids_are_checked_before_they_are_listed(text, needle):
+    with pytest.raises(FlowError, match=re.escape(needle)):
+        parse_loads(text)
+    assert parse_loads("0.1:0.3:0.1") == [0.1, 0.2, 0.3]
+
+
+def test_cycles_and_seed_are_bounded_for_callers_too(tmp_path):
+    from flows.studies.dispatch import main_dispatch
+
+    for cycles, seed, needle in ((10**14, 1, "--cycles"), (2000, -1, "--seed")):
+        with pytest.raises(FlowError, match=needle):
+            main_dispatch(SMALL, [0.5], cycles, seed, tmp_path / "out", quiet=True)
+    assert not (tmp_path / "out").exists()

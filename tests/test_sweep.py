@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -168,16 +167,17 @@ def test_ctrl_c_exits_130_and_keeps_finished_points(tmp_path):
             progress.append(line)
             break
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-    start = time.monotonic()
-    rest, err = proc.communicate(timeout=60)
+    rest, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
-    assert time.monotonic() - start < 10
     assert "interrupted" in err
     progress += [line for line in rest.splitlines() if line.startswith("[")]
     records = (out / "results.jsonl").read_text().splitlines()
     # a point is recorded before its progress line is printed: Ctrl-C between the two (both
     # workers finishing together) leaves one more record than lines
     assert len(progress) >= 1 and len(progress) <= len(records) <= len(progress) + 1
+    # the run stopped: the grid's other points were not all measured (whatever the load, the
+    # seven points left take far longer than the interrupt)
+    assert len(records) < 8
     recorded = [json.loads(r)["point"] for r in records]
     for line in progress:
         shown = line.split("] ", 1)[1].split(":", 1)[0]
@@ -279,7 +279,9 @@ def _refused(argv, match):
      "clock constraint only matters for the area and timing"),
     (["fpraker.encoder", "--grid", "lanes=1,2", "--measure", "area,power"],
      "unknown measure 'power'"),
-    (["fpraker.encoder", "--grid", "lanes=1,2", "-j", "0"], "-j 0: at least 1"),
+    (["fpraker.encoder", "--grid", "lanes=" + ",".join(map(str, range(1, 65))), "--grid",
+      "encoding=csd,binary", "--grid", "clock_ns=" + ",".join(str(c) for c in range(1, 1000))],
+     r"the grid has 127,872 points \(64 × 2 × 999\); a sweep runs at most 100,000"),
     (["fpraker.encoder", "--grid", "lanes=1,2", "-j", "2", "--scheduler", "tcp://x:1"],
      "with --scheduler"),
     (["gecko.compressor", "--grid", "lanes=4,8", "-s", "sign_en=false"],
@@ -328,3 +330,27 @@ def test_points_hash_the_configuration_clock_and_measures():
     # the same points listed in another order are the same points (resume across orders)
     assert {p.hash for p in a.points} == {p.hash for p in c.points}
     assert a.spec_hash != c.spec_hash  # but another sweep (its own default folder)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["-j", "0"], "argument --jobs/-j: '0' is not an integer from 1 to 4,096"),
+    (["--seed", "-1"], "argument --seed: '-1' is not an integer from 0 to 4,294,967,295"),
+])
+def test_numeric_options_are_bounded(argv, needle, capsys, build):
+    code, _, err = run(["fpraker.encoder", "--grid", "lanes=1,2", *argv], capsys)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not build.exists()
+
+
+def test_an_unreachable_scheduler_is_one_line_and_leaves_nothing(tmp_path):
+    """The client that could not connect is closed at once: no traceback from its destructor
+    after the error (which came with a 20 s wait)."""
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "sweep", "fpraker.encoder",
+                           "--grid", "lanes=1,2", "--scheduler", "notanaddress", "-o", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "trainfab: error: --scheduler notanaddress: cannot connect to a Dask scheduler "
+        "(ValueError: missing port number in address 'notanaddress')"], proc.stderr
+    assert not out.exists()

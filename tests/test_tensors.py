@@ -384,3 +384,31 @@ def test_unsupported_npy_version(tmp_path, capsys, major, minor):
     raw[6:8] = bytes([major, minor])
     path.write_bytes(bytes(raw))
     assert f"unsupported .npy format version {major}.{minor}" in _cli_error(path, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("analysis", ["gecko", "hbfp"])
+def test_a_file_whose_tensors_are_all_empty_has_no_values_to_measure(tmp_path, capsys,
+                                                                      analysis):
+    """Ratios of 0 bits to 0 bits would read as a perfect compression: say there is nothing."""
+    np.save(tmp_path / "e.npy", np.zeros((3, 0), np.float32))
+    np.savez(tmp_path / "e.npz", a=np.zeros(0, np.float32), b=np.zeros((0, 4), np.float32))
+    for path, shapes in ((tmp_path / "e.npy", "e (3, 0)"),
+                         (tmp_path / "e.npz", "a (0,), b (0, 4)")):
+        code = main(["tensor-stats", str(path), "--analysis", analysis,
+                     "-o", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.strip() == (f"trainfab: error: {path}: no values to measure: "
+                                             f"every tensor is empty ({shapes})"), err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(FlowError, match="no values to measure"):
+        gecko_stats(tmp_path / "e.npz")
+
+
+def test_an_empty_tensor_has_no_ratios(tmp_path):
+    np.savez(tmp_path / "m.npz", e=np.zeros(0, np.float32), w=np.ones(4, np.float32))
+    stats = gecko_stats(tmp_path / "m.npz")
+    empty, full = stats["tensors"]
+    assert empty["gecko_ratio"] is None and empty["width_share"] is None
+    assert full["gecko_ratio"] > 0 and stats["total"]["values"] == 4
+    from flows.families.gecko import stats_markdown
+    assert "| e | 0 | no values (an empty tensor) |" in stats_markdown(stats)

@@ -95,10 +95,11 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
     (["--model", "resnet"], "unknown model 'resnet'"),
     (["--formats", "fp32,fp7"], "unknown format 'fp7'"),
     (["--formats", "fp32,fp32"], "named twice"),
-    (["--epochs", "0"], "--epochs must be an integer in 1..1000"),
-    (["--batch-size", "0"], "--batch-size must be an integer in 1..4096"),
-    (["--seed", "-1"], "--seed must be an integer in 0..4294967295"),
-    (["-j", "0"], "-j/--jobs must be an integer in 1..64"),
+    (["--epochs", "0"], "--epochs: '0' is not an integer from 1 to 1,000"),
+    (["--batch-size", "0"], "--batch-size: '0' is not an integer from 1 to 4,096"),
+    (["--seed", "-1"], "--seed: '-1' is not an integer from 0 to 4,294,967,295"),
+    (["-j", "0"], "-j/--jobs: '0' is not an integer from 1 to 64"),
+    (["--limit", "5"], "--limit: '5' is not an integer from 10 to 10,000,000"),
 ])
 def test_bad_options_are_one_line_and_write_nothing(args, message, tmp_path, capsys):
     out = tmp_path / "out"

@@ -115,6 +115,8 @@ from .synth import (
 HELP = "power from gate-level simulation activity (yosys + cocotb + OpenSTA) for one unit"
 #: synthetic operand groups when no --operands file is given
 DEFAULT_GROUPS = 256
+#: the synthetic operand groups ``--groups`` accepts (each is simulated gate by gate)
+GROUPS_RANGE = (1, 100_000)
 #: global activities OpenSTA evaluates each instance at (two points of a straight line)
 PROBES = (0.5, 1.0)
 #: OpenSTA's default activity of inputs without one (used for pins that stayed x)
@@ -125,9 +127,10 @@ MIN_ANNOTATED = 0.9
 
 
 def add_arguments(p) -> None:
+    from ..cli import SEED_RANGE, UNIT_HELP, bounded
     from .simulate import SIMULATORS
 
-    p.add_argument("unit")
+    p.add_argument("unit", help=UNIT_HELP)
     p.add_argument("--config", "-c", metavar="FILE|PRESET",
                    help="TOML file or preset name from flows/configs (default: the unit's paper preset)")
     p.add_argument("--set", "-s", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
@@ -141,11 +144,13 @@ def add_arguments(p) -> None:
                         "docstring of flows.eda.power), or a model name (minilm, minilm-l3) for "
                         "real activations and weights of its first FFN output layer; "
                         "default: synthetic N(0,1), ReLU on a")
-    p.add_argument("--groups", type=int, default=DEFAULT_GROUPS,
-                   help="synthetic operand groups when no --operands is given (default %(default)s)")
+    p.add_argument("--groups", type=bounded(int, *GROUPS_RANGE), default=DEFAULT_GROUPS,
+                   help="synthetic operand groups when no --operands is given, "
+                        f"{GROUPS_RANGE[0]} to {GROUPS_RANGE[1]:,} (default %(default)s)")
     p.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator of the gate-level run (default icarus; see flows.eda.power)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the synthetic operands and the run")
+    p.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
+                   help="seed of the synthetic operands and the run, 0 to 2**32-1 (default 1)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,8 +177,9 @@ def synthetic_operands(cfg, groups: int, seed: int) -> dict:
     """``groups`` synthetic groups in the contract's shapes: N(0,1) bf16, ``a`` ReLU'd."""
     from golden.fpraker.pe import random_operands
 
-    if groups < 1:
-        raise FlowError(f"--groups {groups}: at least one group")
+    lo, hi = GROUPS_RANGE
+    if not lo <= groups <= hi:
+        raise FlowError(f"--groups {groups}: give {lo} to {hi:,} groups")
     shapes = operand_shapes(cfg, groups)
     rng = np.random.default_rng(seed)
     out = {}
@@ -331,7 +337,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     from .power_cells import cell_models
     from tb.common.power import OPERANDS_ENV, WINDOW_ENV
     from .power_vcd import activity
-    from ..runs import staged
+    from ..runs import check_output, staged
     from .simulate import SIMULATORS, run_testbench
     from .tools import liberty as find_liberty
     from .tools import require, versions
@@ -344,6 +350,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     if not hasattr(tb, "power_run"):
         raise FlowError(f"{unit.name}: its testbench {unit.testbench} has no power_run test "
                         f"(the contract is in flows/eda/power.py)")
+    final = check_output(outdir or build_dir() / "power" / unit.name)
     if operands is not None and str(operands) in MODEL_OPERANDS:
         from ..studies import models
         ops = models.power_operands(str(operands), operand_shapes(cfg, 1))
@@ -364,7 +371,6 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
                   b_zero_fraction=round(float(np.mean((ops["b"] & 0x7FFF) == 0)), 4))
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
-    final = Path(outdir or build_dir() / "power" / unit.name).resolve()
     text, fields = convert(unit, cfg)
     has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
     seconds = {}

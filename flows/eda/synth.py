@@ -30,9 +30,11 @@ module boundaries, and ABC maps each module on its own); the flattened numbers s
 figures.
 """
 
+import errno
 import fnmatch
 import functools
 import json
+import os
 import re
 import subprocess
 import time
@@ -184,8 +186,24 @@ def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, cloc
          outdir / f"yosys{tag}.out", "yosys")
     return {"script": script, "log": (outdir / f"yosys{tag}.log").read_text(),
             "log_path": outdir / f"yosys{tag}.log", "netlist": netlist,
-            "generic": read_stat_json(outdir / generic_json),
-            "mapped": read_stat_json(outdir / mapped_json), "seconds": time.monotonic() - t0}
+            "generic": _stat_json(outdir / generic_json, f"yosys{tag}.log"),
+            "mapped": _stat_json(outdir / mapped_json, f"yosys{tag}.log"),
+            "seconds": time.monotonic() - t0}
+
+
+def _stat_json(path: Path, log: str) -> dict:
+    """:func:`read_stat_json` of a file yosys has just written.  A missing or cut file is a
+    full disk (an ``OSError`` ENOSPC, which :func:`flows.runs.staged` reports naming the output
+    folder) when the file system has no space left, else a :class:`FlowError` naming it."""
+    from ..runs import no_space
+
+    try:
+        return read_stat_json(path)
+    except (OSError, ValueError) as e:
+        if no_space(path.parent):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
+        why = e.strerror if isinstance(e, OSError) else f"not JSON: {str(e)[:120]}"
+        raise FlowError(f"yosys wrote no readable {path.name} ({why}); see {log}") from None
 
 
 def _flops(cells_by_type: dict) -> int:
@@ -210,7 +228,8 @@ def check_clock(clock_ns) -> float:
 
 
 #: every file an area run may write into its output folder (for ``<top>``); an earlier run's
-#: files that a new run does not write are removed when the new run's files move in
+#: files that a new run does not write are removed when the new run's files move in, if the
+#: folder's manifest proves that trainfab wrote them and they are unchanged (:mod:`flows.runs`)
 def _area_files(top: str) -> tuple[str, ...]:
     return (f"{top}.v", f"{top}.mapped.v", f"{top}.hier.mapped.v", "synth.ys", "synth_hier.ys",
             "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
@@ -219,7 +238,9 @@ def _area_files(top: str) -> tuple[str, ...]:
 
 
 def _previous_files(outdir: Path) -> set[str]:
-    """The files an earlier area run in ``outdir`` listed in its ``area.json``."""
+    """The files an earlier area run in ``outdir`` listed in its ``area.json``: candidates for
+    removal only (anyone can edit ``area.json``; :func:`flows.runs.install` removes a listed
+    file only when the folder's manifest proves it trainfab's)."""
     try:
         files = json.loads((outdir / "area.json").read_text()).get("files", [])
         return {f for f in files if isinstance(f, str) and "/" not in f}
@@ -241,12 +262,12 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, the clock period is
     unusable, a tool fails, or a breakdown path is not an instance of the design.
     """
-    from ..runs import staged
+    from ..runs import check_output, staged
 
     clock_ns = check_clock(clock_ns)
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
-    final = Path(outdir or build_dir() / "area" / unit.name).resolve()
+    final = check_output(outdir or build_dir() / "area" / unit.name)
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text) if breakdown else None
     stale = set(_area_files(unit.top)) | _previous_files(final)

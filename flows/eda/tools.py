@@ -3,6 +3,7 @@
 import functools
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,12 +36,37 @@ def liberty(name_or_path: str) -> Path:
                             f"apt-get install {package}")
         return path
     path = Path(name_or_path)
-    if path.is_dir():
-        raise FlowError(f"liberty {name_or_path} is a directory, not a .lib file")
-    if not path.is_file():
-        raise FlowError(f"liberty file {name_or_path} not found (give a path to a .lib file or "
-                        f"one of: {', '.join(LIBERTIES)})")
+    try:
+        if path.is_dir():
+            raise FlowError(f"liberty {name_or_path} is a directory, not a .lib file")
+        if not path.is_file():
+            raise FlowError(f"liberty file {name_or_path} not found (give a path to a .lib file "
+                            f"or one of: {', '.join(LIBERTIES)})")
+    except OSError as e:  # a symbolic-link loop, a folder that cannot be searched
+        raise FlowError(f"liberty file {name_or_path}: cannot read: {e.strerror or e}") from None
+    if not defines_cells(path):
+        raise FlowError(f"liberty file {name_or_path} defines no cells (no 'cell (NAME)' group): "
+                        "an empty file or not a liberty file")
     return path
+
+
+#: a liberty cell group: ``cell (NAME)`` or ``cell ("NAME")``
+_CELL = re.compile(rb'\bcell\s*\(\s*"?[^\s")]+"?\s*\)')
+
+
+def defines_cells(path, chunk: int = 1 << 20) -> bool:
+    """Whether the liberty file at ``path`` has at least one cell group (read until the first
+    one, a chunk at a time: library headers come first); :class:`FlowError` if unreadable."""
+    try:
+        with open(path, "rb") as f:
+            tail = b""
+            while data := f.read(chunk):
+                if _CELL.search(tail + data):
+                    return True
+                tail = data[-256:]
+    except OSError as e:
+        raise FlowError(f"liberty file {path}: cannot read: {e.strerror or e}") from None
+    return False
 
 
 def _first_line(cmd) -> str:
@@ -91,5 +117,6 @@ def verilator_env() -> dict:
             "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-__all__ = ["DEBIAN_PACKAGES", "OSU018", "LIBERTIES", "require", "liberty", "versions",
+__all__ = ["DEBIAN_PACKAGES", "OSU018", "LIBERTIES", "require", "liberty", "defines_cells",
+           "versions",
            "verilator_env"]

@@ -3,7 +3,7 @@ latency and training throughput against the offered inference load (thesis Fig 6
 
 The study runs the golden dispatcher (:func:`golden.equinox.dispatch_run`) under each issue
 policy — Equinox's priority scheduler, the fair-share round robin and the inference-only
-baseline — with Poisson inference arrivals and training always available (§6.1.4: "training
+baseline — with Poisson inference arrivals and training always available (thesis §6.1.4: "training
 requests are always available").  Every policy sees the same arrival sequence at a given load
 (one seed per load point), so the curves differ only by the policy.
 
@@ -40,6 +40,13 @@ from .. import FlowError, build_dir
 #: default grid of offered loads (fractions of the inference-only capacity)
 LOADS = tuple(round(0.05 * k, 2) for k in range(1, 21)) + (1.1, 1.2)
 POLICIES = ("priority", "fair", "inf_only")
+#: measured cycles per run ``--cycles`` accepts (memory and time grow with them: 2 M cycles
+#: take about 70 MB and 3 s a run, and a study makes three runs per load)
+CYCLES_RANGE = (1000, 10_000_000)
+#: the most load points a study runs
+MAX_LOADS = 1000
+#: the loads accepted (fractions of the inference-only capacity)
+LOAD_RANGE = (0.0, 10.0)
 #: the latency target in service times (§3.4)
 TARGET = 10
 #: the thesis's claims the study is set beside (§3.3, §5.3 Fig 6.5)
@@ -273,9 +280,9 @@ def plot(res: dict, path: Path) -> None:
 def write(res: dict, outdir: Path | None = None) -> dict:
     """Write ``dispatch.md``, ``dispatch.png`` and ``dispatch.json`` into ``outdir`` (default
     ``build/study/dispatch``); returns their paths."""
-    from ..runs import staged
+    from ..runs import check_output, staged
 
-    outdir = Path(outdir or build_dir() / "study" / "dispatch").resolve()
+    outdir = check_output(outdir or build_dir() / "study" / "dispatch")
     names = {"markdown": "dispatch.md", "plot": "dispatch.png", "json": "dispatch.json"}
     with staged(outdir, last=("dispatch.json",)) as work:
         (work / names["markdown"]).write_text(markdown(res))
@@ -286,27 +293,50 @@ def write(res: dict, outdir: Path | None = None) -> dict:
 
 
 def parse_loads(text: str) -> list[float]:
-    """``0.1,0.5,0.9`` or ``start:stop:step`` (inclusive) → loads; :class:`FlowError` if bad."""
+    """``0.1,0.5,0.9`` or ``start:stop:step`` (inclusive) → loads; :class:`FlowError` if bad
+    (the message names the option and says why: not numbers, out of (0, 10], the start after
+    the stop, more than :data:`MAX_LOADS` points)."""
+    shown = text if len(text) <= 60 else text[:59] + "…"
+    lo, hi = LOAD_RANGE
     try:
         if ":" in text:
             a, b, s = (float(v) for v in text.split(":"))
-            if s <= 0:
-                raise ValueError
-            n = math.floor((b - a) / s + 1e-9) + 1
-            loads = [round(a + k * s, 10) for k in range(max(n, 0))]
         else:
             loads = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise FlowError(f"--loads {text!r}: expected comma-separated numbers or "
+        raise FlowError(f"--loads {shown!r}: expected comma-separated numbers or "
                         f"start:stop:step") from None
-    if not loads or any(not (0 < x <= 10) or math.isnan(x) for x in loads):
-        raise FlowError(f"--loads {text!r}: loads must be in (0, 10] (fractions of the "
-                        f"inference-only capacity)")
+    if ":" in text:
+        if not all(math.isfinite(v) for v in (a, b, s)):
+            raise FlowError(f"--loads {shown!r}: start, stop and step must be finite numbers")
+        if s <= 0:
+            raise FlowError(f"--loads {shown!r}: the step must be positive")
+        if a > b:
+            raise FlowError(f"--loads {shown!r}: the start {a:g} is after the stop {b:g}")
+        n = math.floor((b - a) / s + 1e-9) + 1
+        if n > MAX_LOADS:
+            raise FlowError(f"--loads {shown!r}: {n:,} load points; at most {MAX_LOADS:,} "
+                            "(use a larger step)")
+        loads = [round(a + k * s, 10) for k in range(n)]
+    elif len(loads) > MAX_LOADS:
+        raise FlowError(f"--loads: {len(loads):,} load points; at most {MAX_LOADS:,}")
+    if not loads or any(not (lo < x <= hi) for x in loads):  # also false for nan
+        raise FlowError(f"--loads {shown!r}: loads must be in ({lo:g}, {hi:g}] (fractions of "
+                        f"the inference-only capacity)")
     return loads
 
 
 def main_dispatch(cfg, loads, cycles: int, seed: int, outdir=None, quiet: bool = False) -> dict:
-    """``trainfab study dispatch``: run, write, print the summary; progress on stderr."""
+    """``trainfab study dispatch``: run, write, print the summary; progress on stderr.  The
+    output folder and the numbers are checked before anything runs."""
+    from ..runs import check_output
+
+    check_output(outdir or build_dir() / "study" / "dispatch")
+    lo, hi = CYCLES_RANGE
+    if isinstance(cycles, bool) or not isinstance(cycles, int) or not lo <= cycles <= hi:
+        raise FlowError(f"--cycles {cycles}: give {lo:,} to {hi:,} measured cycles per run")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise FlowError(f"--seed {seed}: give a seed from 0 to 2**32-1")
     start = time.monotonic()
 
     tty = sys.stderr.isatty()
@@ -327,6 +357,7 @@ def main_dispatch(cfg, loads, cycles: int, seed: int, outdir=None, quiet: bool =
     return res
 
 
-__all__ = ["LOADS", "POLICIES", "TARGET", "Point", "p99", "arrivals", "run_point", "max_load",
+__all__ = ["LOADS", "POLICIES", "CYCLES_RANGE", "MAX_LOADS", "LOAD_RANGE", "TARGET", "Point",
+           "p99", "arrivals", "run_point", "max_load",
            "format_ratio", "dispatch_study", "markdown", "plot", "write", "parse_loads",
            "main_dispatch"]

@@ -9,7 +9,7 @@ Usage::
 
 What is studied
 ---------------
-Every GEMM ``out[r][c] = Σ_k B_r[k]·A_c[k]`` (spec ``seed-fpraker.md`` §5.1, §6) is run on the
+Every GEMM ``out[r][c] = Σ_k B_r[k]·A_c[k]`` (spec ``docs/specs/fpraker.md`` §5.1, §6) is run on the
 golden cycle model :func:`golden.fpraker.tile.tile_gemm`: the **serial** operand ``S`` (M, K),
 term-encoded, one row per tile column; the **parallel** operand ``P`` (N, K), bit-parallel, one
 row per tile row; the reduction index k walked in groups of 8 (the lanes), zero-padded to whole
@@ -795,6 +795,35 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class SpeedupOptions:
+    """What one ``trainfab speedup`` run studies (the CLI builds it from its arguments; library
+    callers build it directly)."""
+
+    #: tensor files, or capture folders of ``trainfab train --capture``
+    files: tuple = ()
+    #: a fetched transformer (``minilm``, ``minilm-l3``) instead of files
+    model: str | None = None
+    #: ``given``, ``swapped`` or ``both`` (None: the source's default)
+    orientation: str | None = None
+    #: rows kept per operand (None: the source's default)
+    max_rows: int | None = None
+    #: ``--model``: the first encoder layers only
+    layers: int | None = None
+    #: a small run
+    quick: bool = False
+    #: baseline-tile area / FPRaker-tile area (None: from ``build/area``)
+    area_ratio: float | None = None
+    #: ``FIELD=VALUE`` overrides of the tile configuration
+    sets: tuple = ()
+    #: output folder (None: ``build/speedup``)
+    output: str | None = None
+
+    @classmethod
+    def from_args(cls, args) -> "SpeedupOptions":
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
 def _source_kind(args) -> str:
     """``model``, ``files`` or ``captures`` (every FILE a folder), after checking the options."""
     if args.model and args.files:
@@ -1053,9 +1082,11 @@ def _capture_results(res: dict, ratio: float | None) -> None:
 
 
 def cmd(args) -> int:
+    from ..runs import check_output
+
+    args = SpeedupOptions.from_args(args)
+    outdir = check_output(Path(args.output) if args.output else build_dir() / "speedup")
     res = run(args)
-    outdir = Path(args.output) if args.output else build_dir() / "speedup"
-    outdir = outdir.resolve()
     paths = write(res, outdir)
     for o, s in res["summary"].items():
         ours = (f", ours {s['speedup_ours']:.2f}x" if s["speedup_ours"] is not None

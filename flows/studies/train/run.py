@@ -46,7 +46,6 @@ import io
 import json
 import math
 import multiprocessing
-import os
 import queue as queue_mod
 import sys
 import time
@@ -140,17 +139,9 @@ def output_folder(opts: TrainOptions) -> Path:
 
 def _check_writable(folder: Path, what: str) -> None:
     """One line when ``folder`` cannot be written, before any training."""
-    from ...runs import ensure_dir
+    from ...runs import check_output
 
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise FlowError(f"{what} {folder} is a file, not a folder")
-    parent = next((p for p in [folder, *folder.parents] if p.exists()), None)
-    if parent is None or not parent.is_dir():
-        raise FlowError(f"{what} {folder} cannot be created: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise FlowError(f"{what} {folder} is not writable ({parent} does not allow writing)")
-    del ensure_dir
+    check_output(folder, what)
 
 
 def validate(opts: TrainOptions):
