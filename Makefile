@@ -1,7 +1,9 @@
 # trainfab: the two commands are `make demo` and `make test`; both set up what they need.
 #
-#   make demo       every unit at its paper configuration: Verilog, a quick regression, area/timing;
-#                   then a 24-point design-space sweep of the term encoder (table and plots)
+#   make demo       one small unit of each family: Verilog, a quick regression, area/timing, a
+#                   comparison table and a plot (a few minutes)
+#   make paper      every unit at its paper configuration, the papers' tables, tile power and
+#                   speedup on MiniLM, the term-encoder sweep and the 8 x 8 tiles (about 2 hours)
 #   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
 #                   at its paper and test configurations, synthesis of every unit at a small
 #                   configuration, flow and CLI tests (under 10 minutes on 2 cores)
@@ -25,7 +27,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
 JOBS ?= 2
 
-.PHONY: all setup debian demo test test-full bench training clean
+.PHONY: all setup debian demo paper test test-full bench training clean
 
 all: demo
 
@@ -57,8 +59,9 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(VENV)/bin/trainfab demo
-	$(VENV)/bin/trainfab sweep fpraker.encoder --grid lanes=1,2,4,8 --grid encoding=csd,binary \
-	  --grid clock_ns=0.5,1,2 -j $(JOBS) --fresh -o build/demo/sweep
+
+paper: setup
+	$(VENV)/bin/trainfab paper -j $(JOBS)
 
 # worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
 PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal

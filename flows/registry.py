@@ -72,6 +72,12 @@ class Unit:
     #: paper's (the 8x8 tiles: their paper-size synthesis takes tens of minutes; ``trainfab
     #: area UNIT`` measures the paper configuration)
     demo_overrides: dict = field(default_factory=dict)
+    #: field overrides (of the configuration class's defaults, as :attr:`synth_overrides`) of
+    #: the small configuration ``make demo`` (``trainfab demo``) generates, quick-regresses and
+    #: measures, chosen to synthesize in seconds; ``None``: the unit is not in the demo (every
+    #: family has at least one unit in it; a family's baseline is measured at the same size, so
+    #: that the ratio between them is meaningful)
+    demo_config: dict | None = None
 
     def hardware_config(self, cfg) -> dict:
         """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""

@@ -1,5 +1,9 @@
-"""Summary runs: ``trainfab demo`` (generate + quick regression + area for every unit) and
-``trainfab report`` (area/timing at every paper preset, with ratios beside the papers' numbers).
+"""Summary runs: ``trainfab demo`` (``make demo``: one unit of each family at a small
+configuration, generated, quick-regressed and measured in a few minutes, with a table, the
+papers' ratios and a plot), ``make paper`` (:func:`paper`: every unit at its paper
+configuration with its parts, ratios and scalings, the tiles' power and speedup studies, a
+sweep and the 8 × 8 tiles; about 2 hours on 2 cores) and ``trainfab report`` (area/timing at
+every paper preset, with ratios beside the papers' numbers).
 
 Units, the parts the papers report separately, the papers' own figures and the ratios they
 state are declared by the family modules (:mod:`flows.families`).
@@ -205,24 +209,23 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
     return 0
 
 
-#: tile size of the demo's power runs (gate-level simulation of the mapped netlist)
+#: tile size of the paper run's power runs (gate-level simulation of the mapped netlist)
 POWER_TILE = {"rows": 2, "cols": 2}
 
 
 def _fpraker_studies(out, results: dict) -> str:
-    """The demo's FPRaker tile studies: the power of both tiles on real MiniLM operands
+    """The paper run's FPRaker tile studies: the power of both tiles on real MiniLM operands
     (:data:`POWER_TILE` tiles; gate-level activity) and the speedup study on MiniLM with the
-    demo's own measured tile-area ratio.  Returns their markdown sections."""
+    run's own measured tile-area ratio.  Returns their markdown sections."""
     from .eda import power
     from .studies import speedup
-    from .cli import build_parser
 
     text = ["\n## FPRaker tile power (real MiniLM operands)\n"]
     mw = {}
     for name in ("fpraker.tile", "baseline.bf16_tile"):
         unit = registry.get(name)
         cfg = unit.make_config(load_config(unit), **POWER_TILE)
-        print(f"demo: power of {name} {POWER_TILE['rows']}x{POWER_TILE['cols']} on MiniLM "
+        print(f"paper: power of {name} {POWER_TILE['rows']}x{POWER_TILE['cols']} on MiniLM "
               "operands …", flush=True)
         r = power.power(unit, cfg, outdir=out / "power" / name, operands="minilm")
         mw[name] = r
@@ -237,12 +240,10 @@ def _fpraker_studies(out, results: dict) -> str:
     ratio = None
     if "fpraker.tile" in results and "baseline.bf16_tile" in results:
         ratio = results["baseline.bf16_tile"]["area_um2"] / results["fpraker.tile"]["area_um2"]
-    argv = ["speedup", "--model", "minilm", "-o", str(out / "speedup")]
-    if ratio is not None:
-        argv += ["--area-ratio", f"{ratio:.6f}"]
-    args = build_parser().parse_args(argv)
-    print("demo: speedup study on MiniLM …", flush=True)
-    res = speedup.run(args)
+    opts = speedup.SpeedupOptions(model="minilm", output=str(out / "speedup"),
+                                  area_ratio=None if ratio is None else round(ratio, 6))
+    print("paper: speedup study on MiniLM …", flush=True)
+    res = speedup.run(opts)
     paths = speedup.write(res, (out / "speedup").resolve())
     text.append("\n## FPRaker speedup study (MiniLM, iso-area)\n")
     for o, s_ in res["summary"].items():
@@ -256,10 +257,206 @@ def _fpraker_studies(out, results: dict) -> str:
     return "\n".join(text) + "\n"
 
 
+# --------------------------------------------------------------------------------------------
+# the steps a summary run takes per unit
+
+
+def _build_unit(unit, cfg, out, tag: str, seed: int, sim: str | None, measure) -> tuple:
+    """Generate ``unit`` at ``cfg`` into ``out/verilog``, run its quick regression, then
+    ``measure()`` (area reports by name).  Returns the manifest, the regression's result and
+    the reports; prints one line per step."""
+    from .eda.generate import generate
+    from .eda.simulate import failure_details, run_testbench
+
+    man = generate(unit, cfg, out / "verilog")
+    print(f"{tag}: Verilog {man['verilog']}", flush=True)
+    tb = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick")
+    print(f"{tag}: {tb.summary()}", flush=True)
+    if not tb.passed:
+        print(failure_details(tb))
+    measured = measure()
+    for name, r in measured.items():
+        fmax = f"{r['fmax_mhz']:.0f} MHz" if r.get("fmax_mhz") else "n/a"
+        print(f"{tag}: {name} {r['area_um2']:.0f} µm², fmax {fmax}", flush=True)
+    return man, tb, measured
+
+
+def _state(tb) -> str:
+    return f"{'pass' if tb.passed else 'FAIL'} {tb.tests - tb.failed}/{tb.tests}"
+
+
+def _about(seconds: float) -> str:
+    """An estimate's duration: ``2 h``, ``2 h 35 min``, ``40 min`` (5-minute steps from half an
+    hour), ``12 min``, ``under a minute``."""
+    minutes = seconds / 60
+    if minutes < 1:
+        return "under a minute"
+    minutes = 5 * round(minutes / 5) if minutes >= 30 else round(minutes)
+    hours, rest = divmod(minutes, 60)
+    return (f"{hours} h" + (f" {rest} min" if rest else "")) if hours else f"{rest} min"
+
+
+def _duration(seconds: float) -> str:
+    """``1 h 58 min``, ``12 min``, ``40 s``."""
+    seconds = max(0, round(seconds))
+    if seconds < 90:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+# --------------------------------------------------------------------------------------------
+# make demo: one small unit per family, in minutes
+
+
+def demo_units() -> list:
+    """The units ``make demo`` builds, in family order: those with a
+    :attr:`~flows.registry.Unit.demo_config`."""
+    return [u for u in registry.UNITS.values() if u.demo_config is not None]
+
+
+def _same_as_unit(unit, cfg) -> list[str]:
+    """The names of ``unit``'s parts that are the unit itself at ``cfg``: parts built from the
+    unit's own component whose field overrides ``cfg`` already has (``fast.fmac/m4`` for the
+    fMAC at ``m_max=4``), so that the papers' ratios naming them apply to the unit's report."""
+    from golden import config_dict
+
+    fields = config_dict(cfg)
+    return [p.name for p in families.parts() if p.unit == unit.name and not p.component
+            and all(fields.get(k) == v for k, v in p.overrides.items())]
+
+
+def demo_ratios(results: dict, aliases: dict | None = None) -> list[dict]:
+    """The papers' area ratios (:class:`Comparison`) between two units of ``results`` (name →
+    area report): ``unit``/``other`` names, ``ours``, ``paper`` and ``source``, and
+    ``baseline`` true when ``other`` is a baseline unit (a ratio against a baseline is always
+    the unit over its baseline).  ``aliases`` maps part names to the unit whose report stands
+    for them.  Shares and ratios against a multiple of a block are left out (the small
+    configurations do not make those structures)."""
+    def family(name: str) -> str:
+        return registry.get(name).family
+
+    names = {n: n for n in results} | dict(aliases or {})
+    rows, seen = [], set()
+    for c in families.comparisons():
+        num, den = names.get(c.numerator), names.get(c.denominator)
+        if c.share or c.denominator_count != 1 or num is None or den is None or num == den:
+            continue
+        ours, paper = results[num]["area_um2"] / results[den]["area_um2"], c.paper_ratio
+        if family(num) == "baseline" and family(den) != "baseline":
+            num, den, ours, paper = den, num, 1 / ours, 1 / paper
+        if (num, den) in seen:
+            continue
+        seen.add((num, den))
+        rows.append({"unit": num, "other": den, "baseline": family(den) == "baseline",
+                     "ours": ours, "paper": paper, "source": c.source})
+    return rows
+
+
+DEMO_HEADER = ("| unit | configuration | quick regression | area µm² | gate equivalents | "
+               "flip-flops | fmax MHz | area against its baseline (paper) |\n"
+               "|---|---|---|---|---|---|---|---|")
+
+
+def demo_markdown(summary: dict, ratios: list[dict], plot: str | None) -> str:
+    """The demo's ``summary.md``: the table of the units, the papers' ratios and the plot."""
+    against = {r["unit"]: r for r in ratios if r["baseline"]}
+    rows = []
+    for name, s in summary.items():
+        r = against.get(name)
+        vs = (f"{r['ours']:.2f} × {r['other']} (paper: {r['paper']:.2f} ×)" if r else "")
+        ge = f"{s['area_ge']:,.0f}" if s.get("area_ge") else "n/a"
+        fmax = f"{s['fmax_mhz']:.0f}" if s.get("fmax_mhz") else "n/a"
+        rows.append(f"| {name} | {s['configuration'] or 'paper'} | {s['regression_state']} | "
+                    f"{s['area_um2']:,.0f} | {ge} | {s['flip_flops']} | {fmax} | {vs} |")
+    text = ("# trainfab demo: one unit of each family at a small configuration\n\n"
+            "Each unit was generated, regressed against its golden model (quick effort) and "
+            "synthesized (yosys + OpenSTA, OSU 0.18 µm, 10 ns clock constraint).\n\n"
+            + DEMO_HEADER + "\n" + "\n".join(rows) + "\n")
+    if ratios:
+        text += ("\n## Area ratios beside the papers'\n\n| ratio | ours | paper | source |\n"
+                 "|---|---|---|---|\n"
+                 + "\n".join(f"| {r['unit']} ({summary[r['unit']]['configuration']}) / "
+                             f"{r['other']} ({summary[r['other']]['configuration']}) | "
+                             f"{r['ours']:.3f} | {r['paper']:.3f} | {r['source']} |"
+                             for r in ratios)
+                 + "\n\nThe papers' ratios are at their own configurations (8-lane PEs, 16 "
+                   "MACs, 65/45 nm layouts); ours are at the small configurations above, where "
+                   "the blocks every design has once (accumulators, control) weigh more, so "
+                   "they are this size's ratios, not the papers'. `make paper` measures the "
+                   "paper configurations.\n")
+    if plot:
+        text += f"\n![area and fmax of each unit; the ratios beside the papers']({plot})\n"
+    return text + "\n" + NEXT_STEPS
+
+
+#: the demo's closing paragraph
+NEXT_STEPS = """## Where to go next
+
+- `make paper`: every unit at its paper configuration with the parts, area ratios and scalings
+  the papers report, the two 8 × 8 tiles of FPRaker's Table III, tile power and the speedup
+  study on MiniLM operands, and a 24-point term-encoder sweep, into `build/paper/` (about 2
+  hours on 2 cores; it prints its estimate first).
+- `trainfab list` names every unit; `trainfab area UNIT [--set FIELD=VALUE] [--breakdown]`
+  measures one at its paper configuration (or yours), with its area by block.
+- `trainfab regress UNIT --effort full` runs a unit's long random regression;
+  `trainfab sweep UNIT --grid FIELD=V1,V2` explores a design space.
+- `trainfab train --model cnn` trains a network with every number format on the golden models
+  (`make training` runs the whole training study).
+- `README.md` and `docs/` (`cli.md`: every command; `units.md`: every unit; `papers.md`: the
+  papers' headlines beside ours) explain what the numbers mean.
+"""
+
+
+def demo_plot(summary: dict, ratios: list[dict], path) -> None:
+    """``path`` (PNG): area against fmax of every unit and, beside it, the papers' ratios next
+    to ours."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    panels = 2 if ratios else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.4 * panels, 4.6), layout="constrained",
+                             squeeze=False)
+    ax = axes[0][0]
+    shown = [(name, s) for name, s in summary.items() if s.get("fmax_mhz")]
+    for k, (name, s) in enumerate(shown):
+        ax.scatter(s["fmax_mhz"], s["area_um2"], s=40, marker="os^Dv<>p"[k % 8],
+                   label=f"{name} ({s['configuration'] or 'paper'})")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.set(xlabel="fmax (MHz)", ylabel="area (µm², OSU 0.18 µm)",
+           title="area and fmax per unit")
+    ax.grid(True, which="both", alpha=0.3)
+    if shown:
+        ax.legend(fontsize=7)
+    if ratios:
+        ax = axes[0][1]
+        ys = range(len(ratios))
+        for shift, key, label in ((-0.2, "ours", "ours (the configurations measured)"),
+                                  (0.2, "paper", "paper (its configuration)")):
+            bars = ax.barh([y + shift for y in ys], [r[key] for r in ratios], height=0.4,
+                           label=label)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
+        ax.set_yticks(list(ys), [f"{r['unit']} /\n{r['other']}" for r in ratios], fontsize=7)
+        ax.axvline(1.0, color="grey", lw=0.8)
+        ax.invert_yaxis()
+        ax.set(xlabel="area ratio", title="area ratios (same flow) beside the papers'")
+        ax.legend(fontsize=7)
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def demo(seed: int = 1, sim: str | None = None) -> int:
-    """Generate, quick-regress and measure every registered unit at its paper configuration
-    (``sim=None``: each unit's own simulator).  One demo run at a time per build folder: a
-    second waits for the first."""
+    """``make demo``: generate, quick-regress and measure one small unit of each family
+    (:func:`demo_units`), then write ``summary.md``, ``summary.json`` and ``demo.png`` into
+    ``build/demo/`` and print the table and where to go next (``sim=None``: each unit's own
+    simulator).  One demo run at a time per build folder: a second waits for the first."""
     from .runs import exclusive
 
     with exclusive(build_dir() / "demo", "demo") as out:
@@ -267,43 +464,288 @@ def demo(seed: int = 1, sim: str | None = None) -> int:
 
 
 def _demo(out, seed: int, sim: str | None) -> int:
-    from .eda.generate import generate
-    from .runs import ensure_dir, write_atomic
-    from .eda.simulate import failure_details, run_testbench
+    import time
 
+    from .eda.synth import area
+    from .runs import ensure_dir, write_atomic
+
+    start = time.monotonic()
     ensure_dir(out)
-    units = list(registry.UNITS.values())
-    summary, results, states, failed = {}, {}, {}, 0
+    units = demo_units()
+    summary, results, aliases, failed = {}, {}, {}, 0
     for k, unit in enumerate(units, 1):
         tag = f"[{k}/{len(units)}] {unit.name}"
-        cfg = load_config(unit)
-        if unit.demo_overrides:
-            cfg = unit.make_config(cfg, **unit.demo_overrides)
-            print(f"{tag}: at {config_label(unit.demo_overrides)} (the paper configuration: "
-                  f"`trainfab area {unit.name} --breakdown`)", flush=True)
-        man = generate(unit, cfg, out / "verilog")
-        print(f"{tag}: Verilog {man['verilog']}", flush=True)
-        tb = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick")
-        print(f"{tag}: {tb.summary()}", flush=True)
-        if not tb.passed:
-            failed += 1
-            print(failure_details(tb))
-        measured = _measure(unit, cfg, out / "area", "osu018", 10.0)
-        for name, r in measured.items():
-            print(f"{tag}: {name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz", flush=True)
-        results.update(measured)
-        states[unit.name] = f"{'pass' if tb.passed else 'FAIL'} {tb.tests - tb.failed}/{tb.tests}"
-        summary[unit.name] = {"verilog": man["verilog"], "sha256": man["verilog_sha256"],
-                              "regression": tb.summary(), "passed": tb.passed,
-                              "area": measured}
-    text = "# trainfab demo: paper configurations\n\n" + _tables(results, states)
-    text += _fpraker_studies(out, results)
-    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        cfg = unit.make_config(**unit.demo_config)
+        label = config_label(unit.demo_config)
+        print(f"{tag}: at {label or 'its paper configuration'}", flush=True)
+        man, tb, measured = _build_unit(
+            unit, cfg, out, tag, seed, sim,
+            lambda: {unit.name: area(unit, cfg, outdir=out / "area" / unit.name)})
+        failed += not tb.passed
+        r = measured[unit.name]
+        results[unit.name] = r
+        aliases.update(dict.fromkeys(_same_as_unit(unit, cfg), unit.name))
+        summary[unit.name] = {
+            "family": unit.family, "configuration": label, "config": r.get("config"),
+            "verilog": man["verilog"], "sha256": man["verilog_sha256"],
+            "regression": tb.summary(), "regression_state": _state(tb), "passed": tb.passed,
+            **{key: r.get(key) for key in ("area_um2", "area_ge", "cells", "flip_flops",
+                                           "transistors_estimate", "fmax_mhz",
+                                           "critical_path_ns", "seconds")},
+            "area_report": f"{r.get('outdir', out / 'area' / unit.name)}/area.md"}
+    ratios = demo_ratios(results, aliases)
+    plot = out / "demo.png"
+    demo_plot(summary, ratios, plot)
+    text = demo_markdown(summary, ratios, plot.name)
+    write_atomic(out / "summary.json", json.dumps({"units": summary, "ratios": ratios,
+                                                   "plot": str(plot)}, indent=2, default=str)
+                 + "\n")
     write_atomic(out / "summary.md", text)
     print()
     print(text)
-    print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, Verilog in {out / 'verilog'}")
+    print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, {plot}, Verilog in "
+          f"{out / 'verilog'} ({_duration(time.monotonic() - start)})")
     return 1 if failed else 0
 
 
-__all__ = ["Part", "Comparison", "Scaling", "paper_figures", "report", "demo"]
+# --------------------------------------------------------------------------------------------
+# make paper: every table at the papers' configurations
+
+
+#: the paper run's design-space sweep (``trainfab sweep`` arguments): the term encoder over
+#: lanes, encoding and clock constraint, 24 points
+PAPER_SWEEP = ("fpraker.encoder", "--grid", "lanes=1,2,4,8", "--grid", "encoding=csd,binary",
+               "--grid", "clock_ns=0.5,1,2")
+#: the paper run's record of its steps' times (seconds by step), read by the next run's estimate
+PAPER_TIMES = "times.json"
+#: minutes of each step when no run has recorded it, from a 2-core machine shared with other
+#: runs: the units with their parts and the 4 × 4 tiles, tile power and the speedup study on
+#: MiniLM (with the model's first fetch) took 33 minutes together, counted here as 28 for the
+#: units (split evenly over them) and 5 for the studies; the term-encoder sweep under 1; the
+#: 8 × 8 tiles with their breakdowns 31 (FPRaker) and 56 (baseline): about 2 hours in all
+PAPER_DEFAULT_MINUTES = {"units": 28, "studies": 5, "sweep": 1,
+                         "paper-size:fpraker.tile": 31, "paper-size:baseline.bf16_tile": 56}
+#: a unit measured at its paper size not listed above
+PAPER_DEFAULT_SIZE_MINUTES = 30
+
+STUDIES_STEP = "studies"
+SWEEP_STEP = "sweep"
+
+
+def paper_steps() -> list[str]:
+    """The steps of ``make paper`` in order: ``unit:NAME`` per unit (generate, quick regression,
+    area of the unit and its parts; the tiles at their reduced size), ``studies`` (tile power
+    and the speedup study), ``sweep``, then ``paper-size:NAME`` per unit measured smaller in its
+    ``unit:`` step (:attr:`~flows.registry.Unit.demo_overrides`; synthesis with breakdown)."""
+    units = list(registry.UNITS.values())
+    return ([f"unit:{u.name}" for u in units] + [STUDIES_STEP, SWEEP_STEP]
+            + [f"paper-size:{u.name}" for u in units if u.demo_overrides])
+
+
+def _recorded_times(path) -> dict:
+    """Seconds by step from a paper run's ``times.json`` (empty if missing or unreadable)."""
+    from pathlib import Path
+
+    try:
+        steps = json.loads(Path(path).read_text()).get("steps", {})
+        return {k: float(v) for k, v in steps.items() if isinstance(v, (int, float))}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _area_run_seconds(name: str) -> float | None:
+    """Seconds of the last ``trainfab area NAME --breakdown`` at the paper configuration
+    (``build/area/NAME/area.json``), if there is one."""
+    try:
+        unit = registry.get(name)
+        r = json.loads((build_dir() / "area" / name / "area.json").read_text())
+        if "breakdown" not in r or r.get("config") != unit.hardware_config(load_config(unit)):
+            return None
+        return float(sum(r["seconds"].values()))
+    except (OSError, ValueError, AttributeError, TypeError, KeyError, FlowError):
+        return None
+
+
+def _default_seconds(step: str, units: int) -> float:
+    if step.startswith("unit:"):
+        return 60 * PAPER_DEFAULT_MINUTES["units"] / max(units, 1)
+    if step.startswith("paper-size:"):
+        return 60 * PAPER_DEFAULT_MINUTES.get(step, PAPER_DEFAULT_SIZE_MINUTES)
+    return 60 * PAPER_DEFAULT_MINUTES.get(step, 1)
+
+
+def paper_estimate(times_path) -> tuple[float, str]:
+    """``make paper``'s expected time and the line saying so: each step's time from the last
+    paper run's ``times_path`` when recorded there; for a paper-size synthesis not recorded,
+    the last ``trainfab area UNIT --breakdown`` at the paper configuration; else the defaults
+    of :data:`PAPER_DEFAULT_MINUTES` (about 2 hours on 2 cores)."""
+    steps = paper_steps()
+    units = sum(s.startswith("unit:") for s in steps)
+    recorded = _recorded_times(times_path)
+    total, timed, sources = 0.0, 0, []
+    for step in steps:
+        seconds = recorded.get(step)
+        if seconds is not None:
+            sources.append(str(times_path))
+        elif step.startswith("paper-size:"):
+            name = step.split(":", 1)[1]
+            seconds = _area_run_seconds(name)
+            if seconds is not None:
+                sources.append(str(build_dir() / "area" / name / "area.json"))
+        if seconds is None:
+            seconds = _default_seconds(step, units)
+        else:
+            timed += 1
+        total += seconds
+    where = " and ".join(dict.fromkeys(sources))
+    if not timed:
+        how = ("from no recorded run: the times measured on a 2-core machine, where the two "
+               "8 × 8 tile syntheses take about 1.5 h of it")
+    elif timed == len(steps) and where == str(times_path):
+        how = f"from the last run's times in {where}"
+    else:
+        how = (f"with {timed} of {len(steps)} steps as earlier runs took them ({where}) and the "
+               "others at a 2-core machine's times")
+    return total, (f"make paper: estimated time about {_about(total)}, {how}. "
+                   f"The summary grows in {build_dir() / 'paper'}/summary.md as the steps "
+                   "finish; Ctrl-C stops the run and leaves the sections already written.")
+
+
+def _record_time(path, step: str, seconds: float) -> None:
+    """Add ``step``'s time to the paper run's record (the other steps' times are kept)."""
+    import os
+    import time
+
+    from .runs import write_atomic
+
+    steps = _recorded_times(path)
+    steps[step] = round(seconds, 1)
+    write_atomic(path, json.dumps({"steps": steps, "cpus": os.cpu_count(),
+                                   "updated": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2)
+                 + "\n")
+
+
+def paper(seed: int = 1, sim: str | None = None, jobs: int | None = None) -> int:
+    """``make paper``: every unit at its paper configuration (generate, quick regression, area
+    and timing of the unit and the parts the papers report; the tiles at 4 × 4), the papers'
+    ratios and scalings, the tiles' power and the speedup study on MiniLM operands, the
+    term-encoder sweep (``jobs`` local processes, default one per CPU), then the units measured
+    smaller at their paper configuration with their breakdowns (the 8 × 8 tiles of FPRaker's
+    Table III).  Prints its estimated time first (:func:`paper_estimate`); records each step's
+    time for the next estimate; rewrites ``build/paper/summary.md`` as steps finish.  Exit
+    status 1 when a regression or a sweep point failed.  One paper run at a time per build
+    folder: a second waits for the first."""
+    from .runs import exclusive
+
+    print(paper_estimate(build_dir() / "paper" / PAPER_TIMES)[1], flush=True)
+    with exclusive(build_dir() / "paper", "paper") as out:
+        return _paper(out, seed, sim, jobs)
+
+
+def _paper_sweep(out, jobs: int | None) -> int:
+    """The paper run's term-encoder sweep into ``out`` (``trainfab sweep``, from scratch)."""
+    import argparse
+
+    from . import sweep
+
+    parser = argparse.ArgumentParser(prog="trainfab sweep")
+    sweep.add_arguments(parser)
+    argv = [*PAPER_SWEEP, "--fresh", "-o", str(out)] + (["-j", str(jobs)] if jobs else [])
+    return sweep.cmd_sweep(parser.parse_args(argv))
+
+
+def _demoted(markdown: str, folder: str) -> str:
+    """``markdown`` of a file in ``folder`` (relative to the summary) to sit inside the summary:
+    every heading one level deeper, relative links into ``folder``."""
+    import re
+
+    text = "\n".join("#" + line if line.startswith("#") else line
+                     for line in markdown.splitlines()) + "\n"
+    return re.sub(r"\]\((?![a-z][a-z0-9+.-]*:|/|#)([^)]+)\)", rf"]({folder}/\1)", text)
+
+
+def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
+    import contextlib
+    import time
+
+    from .runs import ensure_dir, write_atomic
+
+    start = time.monotonic()
+    ensure_dir(out)
+    times = out / PAPER_TIMES
+
+    @contextlib.contextmanager
+    def timed(step: str):
+        t0 = time.monotonic()
+        yield
+        _record_time(times, step, time.monotonic() - t0)  # finished steps only
+
+    units = list(registry.UNITS.values())
+    summary, results, states, failed = {}, {}, {}, 0
+    sections = {}
+
+    def write():
+        text = "# trainfab paper: every unit at its paper configuration\n\n" + "".join(
+            sections.values())
+        write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        write_atomic(out / "summary.md", text)
+        return text
+
+    for k, unit in enumerate(units, 1):
+        with timed(f"unit:{unit.name}"):
+            tag = f"[{k}/{len(units)}] {unit.name}"
+            cfg = load_config(unit)
+            if unit.demo_overrides:
+                cfg = unit.make_config(cfg, **unit.demo_overrides)
+                print(f"{tag}: at {config_label(unit.demo_overrides)} here; its paper "
+                      "configuration is synthesized at the end", flush=True)
+            man, tb, measured = _build_unit(
+                unit, cfg, out, tag, seed, sim,
+                lambda: _measure(unit, cfg, out / "area", "osu018", 10.0))
+        failed += not tb.passed
+        results.update(measured)
+        states[unit.name] = _state(tb)
+        summary[unit.name] = {"verilog": man["verilog"], "sha256": man["verilog_sha256"],
+                              "regression": tb.summary(), "passed": tb.passed,
+                              "area": measured}
+    smaller = [f"`{u.name}` at {config_label(u.demo_overrides)}" for u in units
+               if u.demo_overrides]
+    sections["units"] = (("Measured smaller in this section: " + ", ".join(smaller) + "; their "
+                          "paper configurations are in the last section.\n\n" if smaller else "")
+                         + _tables(results, states))
+    write()
+    with timed(STUDIES_STEP):
+        sections["studies"] = _fpraker_studies(out, results)
+    write()
+    with timed(SWEEP_STEP):
+        code = _paper_sweep(out / "sweep", jobs)
+    failed += code != 0
+    sweep_md = out / "sweep" / "sweep.md"
+    sections["sweep"] = "\n" + (_demoted(sweep_md.read_text(), "sweep") if sweep_md.exists()
+                                else "")
+    write()
+    big = {}
+    for unit in units:
+        if not unit.demo_overrides:
+            continue
+        print(f"paper: {unit.name} at its paper configuration (with breakdown) …", flush=True)
+        with timed(f"paper-size:{unit.name}"):
+            measured = _measure(unit, load_config(unit), out / "paper-size", "osu018", 10.0)
+        r = measured[unit.name]
+        print(f"paper: {unit.name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz",
+              flush=True)
+        big.update(measured)
+        summary.setdefault("paper_size", {}).update(measured)
+        sections["paper-size"] = ("\n# Units at their paper configuration (measured smaller "
+                                  "above)\n\n" + _tables(big))
+        write()
+    text = write()
+    print()
+    print(text)
+    print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, Verilog in "
+          f"{out / 'verilog'}, step times in {times} ({_duration(time.monotonic() - start)})")
+    return 1 if failed else 0
+
+
+__all__ = ["Part", "Comparison", "Scaling", "paper_figures", "report", "demo", "demo_units",
+           "demo_ratios", "paper", "paper_steps", "paper_estimate"]

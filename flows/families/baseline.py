@@ -1,5 +1,5 @@
 """The baselines the papers compare against: FPRaker's bit-parallel bfloat16 PE
-(``seed-fpraker.md`` §11.6, §14) and FAST's Table IV 16-MAC designs (``seed-fast.md`` §7).
+(``docs/specs/fpraker.md`` §11.6, §14) and FAST's Table IV 16-MAC designs (``docs/specs/fast.md`` §7).
 
 The ratios against them are the papers' and live in the families that state them
 (:mod:`flows.families.fpraker`, :mod:`flows.families.fast`).
@@ -19,6 +19,8 @@ UNITS = (
                         {"frac_bits": 16}),
          test_sizes={"quick": 500, "standard": 3000, "full": 20000},
          synth_overrides={"lanes": 2},
+         # the size of fpraker.pe's demo configuration
+         demo_config={"lanes": 2},
          paper="22,212 µm² per PE at 65 nm (FPRaker Table III)"),
     Unit(name="baseline.bf16_tile",
          summary="Bit-parallel bf16 baseline tile: rows x cols bf16 PEs, A down the columns, "
@@ -42,6 +44,8 @@ UNITS = (
                         {"fmt": "bf16", "lanes": 3}),
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"lanes": 2},
+         # 4 bf16 MACs: one per value of fast.fmac's demo group of 4
+         demo_config={"lanes": 4},
          paper="9.6x the fMAC (FAST Table IV, 16x bfloat16)"),
 )
 

@@ -53,7 +53,8 @@ UNITS = (
          testbench="tb.common.fp_add", preset="common",
          extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"}),
          test_sizes={"quick": 500, "standard": 5000, "full": 100000},
-         synth_overrides={"fmt": "bf16"}),
+         synth_overrides={"fmt": "bf16"},
+         demo_config={"fmt": "bf16"}),
 )
 
 __all__ = ["UNITS"]

@@ -1,4 +1,4 @@
-"""Equinox/HBFP (``seed-equinox.md``): the weight-stationary BFP systolic array, the BFP
+"""Equinox/HBFP (``docs/specs/equinox.md``): the weight-stationary BFP systolic array, the BFP
 quantizer and the priority request/instruction dispatcher.
 """
 
@@ -22,7 +22,8 @@ UNITS = (
          testbench="tb.equinox.array", preset="equinox-paper",
          extra_configs=({"n": 2, "w": 2}, {"n": 3, "w": 8}, {"n": 2, "w": 3, "conv_lat": 2}),
          test_sizes={"quick": 200, "standard": 2000, "full": 20000},
-         synth_overrides={"n": 2, "w": 2}),
+         synth_overrides={"n": 2, "w": 2},
+         demo_config={"n": 2, "w": 2}),
     Unit(name="equinox.quantizer",
          summary="Equinox FP32/bf16 -> hbfp8 block quantizer: max exponent, floor/rne/rtz/"
                  "stochastic rounding (LFSR or injected random bits), one block per cycle",

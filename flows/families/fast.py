@@ -1,4 +1,4 @@
-"""FAST (``seed-fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
+"""FAST (``docs/specs/fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
 and the BFP GEMM.
 
 Declares the converter, fMAC and fMAC systolic-array units, the parts the reports measure on
@@ -84,6 +84,8 @@ UNITS = (
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
          test_sizes={"quick": 12, "standard": 60, "full": 10000},
          synth_overrides={"group": 4, "m_max": 4},
+         # groups of 4 with FAST's 2/4-bit widths, beside 4 bf16 MACs (baseline.mac16)
+         demo_config={"group": 4, "m_max": 4},
          breakdown=("multipliers.products", "multipliers.tree", "fp_gen", "fp_add"),
          paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
     Unit(name="fast.array",

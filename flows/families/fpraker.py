@@ -1,4 +1,4 @@
-"""FPRaker (``seed-fpraker.md``): the term encoder and the term-serial bfloat16 PE.
+"""FPRaker (``docs/specs/fpraker.md``): the term encoder and the term-serial bfloat16 PE.
 
 Declares the units, the PE core the paper reports without its encoders, the paper's Table III
 area ratios against the bit-parallel baseline PE, and the benchmark of the PE's golden model
@@ -32,6 +32,8 @@ UNITS = (
                         {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"lanes": 2},
+         # beside the bit-parallel PE at the same 2 lanes (baseline.bf16_pe)
+         demo_config={"lanes": 2},
          breakdown=("encoder", "core.operands", "core.exponent", "core.lanes",
                     "core.accumulator")),
     Unit(name="fpraker.tile",

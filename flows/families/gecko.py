@@ -1,4 +1,4 @@
-"""Gecko / Schrödinger's FP (``seed-schrodinger.md``): the exponent compressor and decompressor.
+"""Gecko / Schrödinger's FP (``docs/specs/gecko.md``): the exponent compressor and decompressor.
 
 Declares the units, the paper's decompressor/compressor area ratio, the Gecko footprint
 statistics of tensor files (``trainfab tensor-stats``) and their benchmark.
@@ -30,11 +30,13 @@ UNITS = (
          component="hdl.gecko:GeckoCompressor", testbench="tb.gecko.compressor",
          extra_configs=({"fmt": "bf16", "man_width": 3, "sign_en": False},
                         _NARROW_FIXED),
+         demo_config={"lanes": 2, "fmt": "bf16"},
          paper="31,575.60 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.decompressor",
          summary="Gecko decompressor: lane words + metadata to a row of values per cycle",
          component="hdl.gecko:GeckoDecompressor", testbench="tb.gecko.decompressor",
          extra_configs=({"fmt": "bf16", "man_width": 2}, _NARROW_FIXED),
+         demo_config={"lanes": 2, "fmt": "bf16"},
          paper="37,133.28 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.loopback",
          summary="Gecko compressor feeding a decompressor (end-to-end check)",
@@ -92,6 +94,10 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
         total = row if total is None else _add_rows(total, row)
     seconds = time.monotonic() - start
     values = total["values"] if total else 0
+    if values == 0:  # nothing to measure: ratios of 0 bits to 0 bits would mean nothing
+        shapes = ", ".join(f"{r['name']} {tuple(r['shape'])}" for r in rows_out[:4])
+        raise FlowError(f"{path}: no values to measure: every tensor is empty ({shapes}"
+                        f"{', …' if len(rows_out) > 4 else ''})")
     return {"file": str(path), "man_width": man_width, "sign_en": sign_en, "lanes": lanes,
             "tensors": rows_out, "total": total, "seconds": round(seconds, 3),
             "values_per_second": round(values / seconds) if seconds > 0 else None}
@@ -119,11 +125,13 @@ def _stats_row(tensor, cfg, fp) -> dict:
 
 
 def _with_ratios(row: dict) -> dict:
-    base = row["fp32_bits"] or 1
+    """Ratios to FP32 and the shares of rows per width; ``None`` for a tensor without values
+    (an empty one), whose report says "no values"."""
+    base = row["fp32_bits"]
     for key in ("truncated", "gecko", "paper"):
-        row[f"{key}_ratio"] = row[f"{key}_bits"] / base
-    rows = row["rows"] or 1
-    row["width_share"] = [h / rows for h in row["width_rows"]]
+        row[f"{key}_ratio"] = row[f"{key}_bits"] / base if base else None
+    rows = row["rows"]
+    row["width_share"] = [h / rows for h in row["width_rows"]] if rows else None
     return row
 
 
@@ -140,6 +148,8 @@ def stats_markdown(s: dict) -> str:
     head = ("| tensor | values | FP32 bits | truncated | Gecko exact | paper-style | rows with "
             "exponent width 0..7 (%) |\n|---|---|---|---|---|---|---|")
     def line(r):
+        if not r["values"]:
+            return f"| {r['name']} | 0 | no values (an empty tensor) | | | | |"
         shares = " ".join(f"{100 * x:.0f}" for x in r["width_share"])
         return (f"| {r['name']} | {r['values']} | {r['fp32_bits']} | {r['truncated_bits']} "
                 f"({r['truncated_ratio']:.3f}) | {r['gecko_bits']} ({r['gecko_ratio']:.3f}) | "
@@ -156,17 +166,30 @@ def stats_markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bounded(lo: int, hi: int):
+    """``--lanes``/``--man-width``: an integer in ``lo..hi`` (:func:`flows.cli.bounded`, imported
+    when an option is parsed: the CLI imports this module while it builds its parser)."""
+    def parse(text):
+        from ..cli import bounded
+
+        return bounded(int, lo, hi)(text)
+
+    parse.__name__ = "an integer"
+    return parse
+
+
 TENSOR_ANALYSES = (
     TensorAnalysis(
         name="gecko", summary="footprint under mantissa truncation and Gecko exponent compression",
         run=gecko_stats, markdown=stats_markdown,
-        options=((("--man-width",), {"dest": "man_width", "type": int, "default": None,
-                                     "help": "mantissa bits kept (default: the format's full "
+        options=((("--man-width",), {"dest": "man_width", "type": _bounded(0, 23), "default": None,
+                                     "help": "mantissa bits kept, 0 to 23 for FP32 and 0 to 7 "
+                                             "for bf16 tensors (default: the format's full "
                                              "mantissa)"}),
                  (("--no-sign",), {"dest": "sign_en", "action": "store_false",
                                    "help": "sign_en=false (non-negative tensors)"}),
-                 (("--lanes",), {"dest": "lanes", "type": int, "default": 8,
-                                  "help": "values per row (default 8)"}))),
+                 (("--lanes",), {"dest": "lanes", "type": _bounded(1, 64), "default": 8,
+                                  "help": "values per row, 1 to 64 (default 8)"}))),
 )
 
 

@@ -1,0 +1,232 @@
+"""``make demo`` and ``make paper`` (flows.report): the demo's units cover every family and
+write their table, JSON and plot; the paper run prints its time estimate before anything else,
+from recorded step times when there are some.
+
+Generation, regressions, synthesis and the studies are replaced by stand-ins, so these tests
+take seconds; the real tools run in ``test_area.py``, ``test_testbenches.py`` and the flows' own
+tests.
+"""
+
+import json
+
+import pytest
+
+import flows
+import flows.eda.generate
+import flows.eda.simulate
+import flows.eda.synth
+from flows import families, registry, report
+from flows.eda.simulate import TbResult
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def build(tmp_path, monkeypatch):
+    """Default output folders go under tmp_path, never the repository's build/."""
+    folder = tmp_path / "build"
+    monkeypatch.setattr(flows, "BUILD", folder)
+    return folder
+
+
+def _fake_area(unit, cfg, *, liberty="osu018", clock_ns=10.0, outdir=None, factory=None,
+               breakdown=False):
+    """An area report whose figures grow with the configuration's numbers (deterministic)."""
+    hw = unit.hardware_config(cfg)
+    size = 1000 + 100 * sum(v for v in hw.values() if isinstance(v, int)) + 7 * len(unit.name)
+    return {"unit": unit.name, "config": unit.hardware_config(cfg), "area_um2": 10.0 * size,
+            "area_ge": 10.0 * size / 24, "ge_um2": 24.0, "cells": size // 50,
+            "flip_flops": size // 1000, "transistors_estimate": size // 10,
+            "fmax_mhz": 50.0 + size % 200, "critical_path_ns": 10.0, "clock_ns": clock_ns,
+            "seconds": {"synthesis": 1.0, "timing": 0.1}, "outdir": str(outdir)}
+
+
+def _fake_generate(unit, cfg, outdir=None):
+    return {"verilog": f"{outdir}/{unit.top}.v", "verilog_sha256": "0" * 64}
+
+
+@pytest.fixture
+def fakes(monkeypatch, tmp_path):
+    """Stand-ins for generate, the regressions (``failing``: unit names that fail) and area."""
+    failing = set()
+
+    def run_testbench(unit, cfg=None, **kw):
+        failed = int(unit.name in failing)
+        return TbResult(unit.name, {}, "icarus", 1, 3, failed, 0.1, tmp_path / "sim.log",
+                        tmp_path / "results.xml")
+
+    monkeypatch.setattr(flows.eda.generate, "generate", _fake_generate)
+    monkeypatch.setattr(flows.eda.simulate, "run_testbench", run_testbench)
+    monkeypatch.setattr(flows.eda.simulate, "failure_details", lambda tb: "details")
+    monkeypatch.setattr(flows.eda.synth, "area", _fake_area)
+    return failing
+
+
+# --------------------------------------------------------------------------------------------
+# make demo
+
+
+def test_demo_covers_every_family_at_a_valid_small_configuration():
+    declared = {families.family_name(m) for m in families.modules() if getattr(m, "UNITS", ())}
+    units = report.demo_units()
+    assert {u.family for u in units} == declared
+    assert {"fpraker", "fast", "equinox", "gecko", "baseline", "common"} <= declared
+    for unit in units:
+        unit.make_config(**unit.demo_config)  # a FlowError if the family's values are invalid
+
+
+def test_demo_compares_fpraker_and_fast_with_their_baselines():
+    """The baselines are in the demo at the sizes their families' units are, so the papers'
+    ratios against them appear, each as the unit over its baseline."""
+    units = report.demo_units()
+    results = {u.name: _fake_area(u, u.make_config(**u.demo_config)) for u in units}
+    aliases = {part: u.name for u in units
+               for part in report._same_as_unit(u, u.make_config(**u.demo_config))}
+    ratios = {(r["unit"], r["other"]): r for r in report.demo_ratios(results, aliases)}
+    fp = ratios[("fpraker.pe", "baseline.bf16_pe")]
+    assert fp["baseline"] and fp["paper"] == pytest.approx((4752 + 12950 / 8) / 22212)
+    assert registry.get("fpraker.pe").demo_config["lanes"] == \
+        registry.get("baseline.bf16_pe").demo_config["lanes"]
+    fmac = ratios[("fast.fmac", "baseline.mac16")]  # FAST states 16 bf16 MACs / fMAC = 9.6
+    assert fmac["baseline"] and fmac["paper"] == pytest.approx(1 / 9.6)
+    assert fmac["ours"] == pytest.approx(results["fast.fmac"]["area_um2"]
+                                         / results["baseline.mac16"]["area_um2"])
+    assert registry.get("fast.fmac").demo_config["group"] == \
+        registry.get("baseline.mac16").demo_config["lanes"]
+    assert not ratios[("gecko.decompressor", "gecko.compressor")]["baseline"]
+
+
+def test_demo_writes_table_json_and_plot(build, fakes, capsys):
+    assert report.demo() == 0
+    out = capsys.readouterr().out
+    folder = build / "demo"
+    md = (folder / "summary.md").read_text()
+    doc = json.loads((folder / "summary.json").read_text())
+    assert (folder / "demo.png").read_bytes().startswith(PNG)
+    for unit in report.demo_units():
+        row = next(line for line in md.splitlines() if line.startswith(f"| {unit.name} |"))
+        assert "pass 3/3" in row
+        s = doc["units"][unit.name]
+        assert s["family"] == unit.family and s["passed"]
+        assert s["area_um2"] > 0 and s["fmax_mhz"] > 0 and s["area_ge"] > 0
+        assert s["configuration"] == registry.config_label(unit.demo_config)
+    fp_row = next(line for line in md.splitlines() if line.startswith("| fpraker.pe |"))
+    assert "× baseline.bf16_pe (paper: 0.29 ×)" in fp_row
+    assert "## Area ratios beside the papers'" in md and "](demo.png)" in md
+    assert {(r["unit"], r["other"]) for r in doc["ratios"]} >= {
+        ("fpraker.pe", "baseline.bf16_pe"), ("fast.fmac", "baseline.mac16")}
+    # the table and the closing paragraph are printed, with the commands to go further
+    assert "## Where to go next" in out and "make paper" in out
+    assert "trainfab area UNIT" in out and "trainfab train" in out
+    assert out.rstrip().splitlines()[-1].startswith("written: ")
+
+
+def test_demo_failing_regression_is_exit_1_and_shown(build, fakes, capsys):
+    fakes.add("gecko.compressor")
+    assert report.demo() == 1
+    md = (build / "demo" / "summary.md").read_text()
+    assert "| gecko.compressor | lanes=2,fmt=bf16 | FAIL 2/3 |" in md
+    assert "details" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# make paper
+
+
+@pytest.mark.parametrize("seconds, text", [(20, "under a minute"), (12 * 60 + 10, "12 min"),
+                                           (43 * 60, "45 min"), (7260, "2 h"),
+                                           (2 * 3600 + 33 * 60, "2 h 35 min")])
+def test_estimates_are_rounded(seconds, text):
+    assert report._about(seconds) == text
+
+
+def test_paper_steps_end_with_the_paper_size_tiles():
+    steps = report.paper_steps()
+    assert steps[:len(registry.UNITS)] == [f"unit:{n}" for n in registry.UNITS]
+    assert steps[len(registry.UNITS):] == ["studies", "sweep", "paper-size:fpraker.tile",
+                                           "paper-size:baseline.bf16_tile"]
+
+
+def test_paper_estimate_without_a_recorded_run_is_the_documented_default(build):
+    seconds, line = report.paper_estimate(build / "paper" / "times.json")
+    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values()))
+    assert "about 2 h, from no recorded run" in line
+
+
+def test_paper_estimate_uses_recorded_times_and_fills_the_rest(build):
+    times = build / "paper" / "times.json"
+    times.parent.mkdir(parents=True)
+    steps = report.paper_steps()
+    times.write_text(json.dumps({"steps": {s: 60.0 for s in steps}}))
+    seconds, line = report.paper_estimate(times)
+    assert seconds == 60.0 * len(steps) and f"from the last run's times in {times}." in line
+    # an interrupted run recorded only its first steps: the rest at the defaults
+    times.write_text(json.dumps({"steps": {steps[0]: 60.0}}))
+    seconds, line = report.paper_estimate(times)
+    assert f"with 1 of {len(steps)} steps as earlier runs took them ({times}) and" in line
+    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values())
+                                    - report._default_seconds(steps[0], len(registry.UNITS))
+                                    + 60)
+    # a damaged record is no record
+    times.write_text("{")
+    assert "from no recorded run" in report.paper_estimate(times)[1]
+
+
+def test_paper_estimate_uses_an_area_run_of_a_tile_at_its_paper_configuration(build):
+    from flows.config import load_config
+
+    unit = registry.get("fpraker.tile")
+    folder = build / "area" / unit.name
+    folder.mkdir(parents=True)
+    r = {"config": unit.hardware_config(load_config(unit)), "breakdown": [],
+         "seconds": {"synthesis": 600.0, "timing": 10.0, "hierarchical_synthesis": 590.0}}
+    (folder / "area.json").write_text(json.dumps(r))
+    seconds, line = report.paper_estimate(build / "paper" / "times.json")
+    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values())
+                                    - 60 * report.PAPER_DEFAULT_MINUTES[
+                                        "paper-size:fpraker.tile"] + 1200)
+    assert f"with 1 of {len(report.paper_steps())} steps as earlier runs took them " \
+        f"({folder / 'area.json'}) and" in line
+    # another configuration (a 4 x 4 run) does not count
+    (folder / "area.json").write_text(json.dumps({**r, "config": {**r["config"], "rows": 4}}))
+    assert "from no recorded run" in report.paper_estimate(build / "paper" / "times.json")[1]
+
+
+def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, capsys,
+                                                                 monkeypatch):
+    def studies(out, results):
+        assert {"fpraker.tile", "baseline.bf16_tile"} <= set(results)
+        return "\n## FPRaker tile power (real MiniLM operands)\n"
+
+    swept = []
+
+    def sweep(out, jobs):
+        swept.append(jobs)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sweep.md").write_text("# Sweep of fpraker.encoder\n\n| lanes |\n\n"
+                                      "![area_um2_vs_lanes](area_um2_vs_lanes.png)\n")
+        return 0
+
+    monkeypatch.setattr(report, "_fpraker_studies", studies)
+    monkeypatch.setattr(report, "_paper_sweep", sweep)
+    assert report.paper(jobs=2) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("make paper: estimated time about 2 h, from no recorded run")
+    assert swept == [2]
+    folder = build / "paper"
+    recorded = json.loads((folder / "times.json").read_text())["steps"]
+    assert list(recorded) == report.paper_steps()
+    md = (folder / "summary.md").read_text()
+    # every unit, its parts and the tiles at 4 x 4, then the studies, the sweep and the 8 x 8
+    assert "| fast.fmac/m4 |" in md and "| baseline.mac16/int8 |" in md
+    assert md.index("FPRaker tile power") < md.index("## Sweep of fpraker.encoder") \
+        < md.index("# Units at their paper configuration")
+    assert "![area_um2_vs_lanes](sweep/area_um2_vs_lanes.png)" in md  # links from build/paper
+    doc = json.loads((folder / "summary.json").read_text())
+    assert doc["fpraker.tile"]["area"]["fpraker.tile"]["config"]["rows"] == 4
+    assert doc["paper_size"]["fpraker.tile"]["config"]["rows"] == 8
+    assert doc["paper_size"]["baseline.bf16_tile"]["config"]["rows"] == 8
+    # the next run's estimate comes from this one's times
+    report.paper(jobs=2)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert f"from the last run's times in {folder / 'times.json'}." in first
