@@ -1,4 +1,4 @@
-"""Independent test oracles for the PE golden models (spec ``seed-fpraker.md`` §1, §2.2, §3.3,
+"""Independent test oracles for the PE golden models (spec ``docs/specs/fpraker.md`` §1, §2.2, §3.3,
 §11.6), written from the spec text in scalar Python ints.
 
 Nothing here imports ``golden``: these functions are the reference the vectorized golden models

@@ -1,4 +1,4 @@
-"""Golden bit-parallel bfloat16 baseline PE (spec seed-fpraker.md §11.6, §14) against exact
+"""Golden bit-parallel bfloat16 baseline PE (spec docs/specs/fpraker.md §11.6, §14) against exact
 rationals and the independent scalar oracle of :mod:`bf16util`."""
 
 import dataclasses

@@ -1,5 +1,5 @@
 """Golden bit-parallel bfloat16 baseline tile (``golden.baseline.bf16_tile_run``, spec
-seed-fpraker.md §5.1, §14): every PE is the baseline PE on its column's A and its row's B,
+docs/specs/fpraker.md §5.1, §14): every PE is the baseline PE on its column's A and its row's B,
 against the PE model, the independent scalar oracle of :mod:`bf16util` and exact rationals."""
 
 import dataclasses

@@ -204,7 +204,7 @@ def test_tv9_tv10_through_the_array():
     assert all(out[1:] == [0] * 8 for out in outs)
 
 
-#: TV13's operands (TV12's Wt is not in the spec; tests/test_golden_hbfp.py explains this one)
+#: TV13's operands (TV12's Wt, docs/specs/equinox.md §7; tests/test_golden_hbfp.py explains this one)
 TV13_X = np.array([[1.0, 0.5, -0.25, 0.125], [3.0, 0.1, -0.3, 2.5]], dtype=np.float32)
 TV13_WT = np.array([[1.0, -0.5], [0.25, 2.0], [-1.0, 0.75], [0.5, -2.0]], dtype=np.float32)
 

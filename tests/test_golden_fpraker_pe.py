@@ -1,4 +1,4 @@
-"""Golden FPRaker PE (spec seed-fpraker.md §1.2, §1.3, §3, §13) against exact rationals and
+"""Golden FPRaker PE (spec docs/specs/fpraker.md §1.2, §1.3, §3, §13) against exact rationals and
 the independent scalar oracle of :mod:`bf16util`."""
 
 import dataclasses

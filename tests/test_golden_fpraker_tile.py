@@ -98,7 +98,7 @@ def test_schedule_run_ahead():
 @pytest.mark.parametrize("mode", MODES)
 def test_tv18_error_bound_against_exact(mode):
     """TV18: |y - exact| <= 2**-7 * sum|a b| for random N(0,1) bfloat16 operands, K = 64, in
-    every PE of a tile (both exponent modes); also the ReLU data of the issue's study."""
+    every PE of a tile (both exponent modes); also ReLU data, as the speedup study's."""
     rng = np.random.default_rng(11)
     for kind in ("normal", "relu"):
         A, B = _tile_ops(rng, 4, 4, 8, kind)

@@ -1,4 +1,4 @@
-"""Golden model of Gecko (spec seed-schrodinger.md §4, test vectors §8.10–§8.18)."""
+"""Golden model of Gecko (spec docs/specs/gecko.md §4, test vectors §8.10–§8.18)."""
 
 import numpy as np
 import pytest

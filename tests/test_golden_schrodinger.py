@@ -1,4 +1,4 @@
-"""Golden QM, QE and BitWave transforms (spec seed-schrodinger.md §1–§3, vectors §8.1–§8.9)."""
+"""Golden QM, QE and BitWave transforms (spec docs/specs/gecko.md §1–§3, vectors §8.1–§8.9)."""
 
 import math
 from fractions import Fraction

@@ -1,4 +1,4 @@
-"""Bit-parallel bfloat16 baseline PE (spec ``seed-fpraker.md`` §11.6 and §14).
+"""Bit-parallel bfloat16 baseline PE (spec ``docs/specs/fpraker.md`` §11.6 and §14).
 
 The comparison point of the FPRaker paper: ``lanes`` bit-parallel bfloat16 multipliers whose
 exact products are aligned, summed and added to the same extended-precision accumulator as the

@@ -22,7 +22,7 @@ MAC16_FORMATS = ("int8", "int12", "hfp8", "bf16", "fp16")
 @dataclass(frozen=True)
 class MAC16Config:
     """Configuration of a Table IV baseline: ``lanes`` independent multiply-accumulate lanes
-    (registry unit ``baseline.mac16``, spec ``seed-fast.md`` §7 Table IV, A19).
+    (registry unit ``baseline.mac16``, spec ``docs/specs/fast.md`` §7 Table IV, A19).
 
     Integer formats multiply two's complement operands exactly and accumulate in an
     ``acc_bits``-bit two's complement register (wrapping).  Float formats (IEEE-style: exponent

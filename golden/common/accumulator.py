@@ -1,6 +1,6 @@
 """The extended-precision accumulator shared by the FPRaker PE and the bit-parallel bf16 PE.
 
-Spec ``seed-fpraker.md`` §1.2/§1.3/§3.3 and §11.6: both PEs add their partial sums into the same
+Spec ``docs/specs/fpraker.md`` §1.2/§1.3/§3.3 and §11.6: both PEs add their partial sums into the same
 ``1.P`` floating-point accumulator (``P = keep_bits``) through an adder on the ``2**(E - F)`` grid
 (``F = frac_bits``) with round-to-odd jamming below it, normalize with round-to-nearest-even every
 step, and read out bfloat16.  Everything here is vectorized over NumPy arrays of independent PEs.

@@ -1,6 +1,6 @@
 """Floating-point addition with round-to-nearest-even, DAZ on inputs and FTZ on outputs.
 
-The accumulators of FAST's fMAC (spec ``seed-fast.md`` §4.3, A10), of the FP MAC baselines and
+The accumulators of FAST's fMAC (spec ``docs/specs/fast.md`` §4.3, A10), of the FP MAC baselines and
 of Equinox's SIMD share this adder (FP32; :class:`FPAddConfig` takes any IEEE-style format, the
 RTL twin is :class:`hdl.common.fp_add.FPAdder`, registry unit ``common.fp_add``).  It works on bit
 patterns, vectorized over NumPy arrays, and is an instance of the rounding block

@@ -3,8 +3,8 @@
 
 A *draw* steps every lane ``bits`` times and returns the ``bits`` freshly shifted-in bits of
 each, ``R = state >> (16 - bits)``; the hardware unrolls the steps into one cycle
-(:func:`hdl.common.lfsr.lfsr_steps`).  FAST's converter draws 8 bits per lane (``seed-fast.md``
-§3); Equinox's quantizer draws ``rbits`` (16 by default, ``seed-equinox.md`` §1.5).  Lane ``i``
+(:func:`hdl.common.lfsr.lfsr_steps`).  FAST's converter draws 8 bits per lane (``docs/specs/fast.md``
+§3); Equinox's quantizer draws ``rbits`` (16 by default, ``docs/specs/equinox.md`` §1.5).  Lane ``i``
 is seeded ``(0xACE1 ^ 0x1F35 * i) & 0xFFFF``, non-zero for up to 64 lanes.
 """
 

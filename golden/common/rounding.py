@@ -34,7 +34,7 @@ Rounding modes act on the value (sign-magnitude), whatever the input representat
 ``rto``  round to odd (jamming: truncate, then OR "inexact" into the LSB)
 ``sr``   stochastic: the magnitude truncated to ``rand_bits`` bits below the kept LSB, plus
          the ``rand_bits``-bit random input ``rand``, truncated (bits below that window are
-         dropped first, as FAST's converter does; spec ``seed-fast.md`` §2.3).  Unbiased
+         dropped first, as FAST's converter does; spec ``docs/specs/fast.md`` §2.3).  Unbiased
          ``E[result] = value`` for values on that grid.
 
 A zero significand gives a zero result with the input's sign (magnitude input) or ``+0``

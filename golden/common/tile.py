@@ -1,6 +1,6 @@
 """What every PE-tile model shares: operand-array checks and the result record.
 
-A tile of ``rows`` x ``cols`` PEs (spec ``seed-fpraker.md`` §5, §6) computes, for every PE
+A tile of ``rows`` x ``cols`` PEs (spec ``docs/specs/fpraker.md`` §5, §6) computes, for every PE
 ``(r, c)``, the dot product ``sum_s sum_i A[c, s, i] * B[r, s, i]``: ``A`` holds the operand
 streamed down each column (the serial, term-encoded one in FPRaker), shape ``(cols, groups,
 lanes)``; ``B`` the operand shared along each row, shape ``(rows, groups, lanes)``.  Both are

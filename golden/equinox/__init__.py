@@ -1,4 +1,4 @@
-"""Equinox (spec ``seed-equinox.md``): the weight-stationary BFP systolic array (§2), the BFP
+"""Equinox (spec ``docs/specs/equinox.md``): the weight-stationary BFP systolic array (§2), the BFP
 quantizer feeding it, and the request and instruction dispatchers that give inference priority
 over training (§3).  The HBFP numerics they share are in :mod:`golden.equinox.hbfp`."""
 

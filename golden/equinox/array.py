@@ -1,5 +1,5 @@
 """Equinox's weight-stationary hbfp8 systolic array (registry unit ``equinox.array``; spec
-``seed-equinox.md`` §2.2-§2.6): the golden cycle model and a GEMM driver.
+``docs/specs/equinox.md`` §2.2-§2.6): the golden cycle model and a GEMM driver.
 
 One array of the MMU is ``n x n`` processing elements.  PE(r, c) (row ``r`` from the top,
 column ``c``) holds exactly two registers: a weight vector ``wreg`` of ``w`` X-bit two's

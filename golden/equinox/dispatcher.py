@@ -1,4 +1,4 @@
-"""Equinox request dispatcher + instruction dispatcher: the cycle model (spec ``seed-equinox.md``
+"""Equinox request dispatcher + instruction dispatcher: the cycle model (spec ``docs/specs/equinox.md``
 §3.2–§3.4, ambiguities A15–A21, test vectors TV16 and TV19).
 
 The front end of Equinox gives inference priority over training at instruction granularity.  The
@@ -62,7 +62,7 @@ Choices this model makes (spec [C] items and the places where the spec leaves ro
   scoreboard and BARRIER decoding downstream); this unit never looks at an instruction, so
   they are out of its scope — issuing regardless of dependencies holds here by construction.
 * **Defaults of the program lengths** [C]: ``inf_len = 32`` and ``trn_len = 128``
-  instructions (the thesis gives no program lengths; a training batch of 128 samples, §6.1.4,
+  instructions (the thesis gives no program lengths; a training batch of 128 samples, thesis §6.1.4,
   runs a program 4x an inference batch's).  ``done_lag = 1`` as in TV16.
 * **Completion (§3.3, TV16).**  Retirement is a fixed latency: a context's completion pulse comes
   ``done_lag`` cycles after its last instruction issued (TV16: ``done_lag = 1``); the context is
@@ -173,7 +173,7 @@ class DispatchConfig:
 
     @property
     def timeout(self) -> int:
-        """T_BATCH in force: ``t_batch``, or twice the service time (§3.4, §6.2.7)."""
+        """T_BATCH in force: ``t_batch``, or twice the service time (§3.4, thesis §6.2.7)."""
         return 2 * self.service_time if self.t_batch is None else self.t_batch
 
     @property
@@ -488,7 +488,7 @@ def poisson_arrivals(rate: float, cycles: int, gen: np.random.Generator,
 
 def training_always(cfg: DispatchConfig, cycles: int, start: int = 0) -> np.ndarray:
     """Training arrivals that keep the host offering a training batch in every cycle of a run
-    ending at ``cycles`` (§6.1.4: "training requests are always available"): more descriptors,
+    ending at ``cycles`` (thesis §6.1.4: "training requests are always available"): more descriptors,
     all arriving at ``start``, than the run can accept."""
     n = max(cycles - start, 0) // (cfg.trn_len + cfg.done_lag + 1) + cfg.q_trn + 3
     return np.full(n, start, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""HBFP numerics (spec ``seed-equinox.md`` §1): block floating point in every dot product,
+"""HBFP numerics (spec ``docs/specs/equinox.md`` §1): block floating point in every dot product,
 bfloat16 everywhere else.
 
 A BFP block of X-bit mantissas ``M`` (two's complement, full range ``-2**(X-1) .. 2**(X-1)-1``,

@@ -1,4 +1,4 @@
-"""The BFP quantizer as a unit (registry unit ``equinox.quantizer``; spec ``seed-equinox.md``
+"""The BFP quantizer as a unit (registry unit ``equinox.quantizer``; spec ``docs/specs/equinox.md``
 §1.4, §1.5, §1.9): blocks of ``w`` FP32 or bf16 values in, one hbfp block (shared 8-bit
 exponent, ``w`` two's complement ``m``-bit mantissas) out, one block per cycle.
 

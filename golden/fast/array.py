@@ -1,4 +1,4 @@
-"""FAST's fMAC systolic array (registry unit ``fast.array``; spec ``seed-fast.md`` §5): the golden
+"""FAST's fMAC systolic array (registry unit ``fast.array``; spec ``docs/specs/fast.md`` §5): the golden
 cycle model and a GEMM driver.
 
 The array is ``rows × cols`` fMAC cells.  Row 0 is the bottom row (operands enter there from

@@ -1,6 +1,6 @@
 """FAST ("Fast First, Accurate Second Training"): BFP numerics, the fMAC and the GEMM model.
 
-Spec ``seed-fast.md`` (§2 format and quantization, §3 converter and its LFSRs, §4 fMAC, §5.3
+Spec ``docs/specs/fast.md`` (§2 format and quantization, §3 converter and its LFSRs, §4 fMAC, §5.3
 GEMM mapping, §6 precision schedule).  Everything is bit-level integer arithmetic on FP32 bit
 patterns; the rounding steps are instances of the shared rounding block
 (:mod:`golden.common.rounding`) and FP32 accumulation is :func:`golden.common.fp_add.fp32_add`.

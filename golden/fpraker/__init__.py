@@ -1,4 +1,4 @@
-"""FPRaker golden models (spec ``seed-fpraker.md``): term encoding, PE, tile, compression."""
+"""FPRaker golden models (spec ``docs/specs/fpraker.md``): term encoding, PE, tile, compression."""
 
 from .encoder import ENCODINGS, EncoderConfig, encode_terms, recode, term_counts
 from .pe import (ACC_ZERO, Acc, CycleTrace, PEConfig, pe_dot, pe_dot_batch, pe_dot_batch_acc,

@@ -1,4 +1,4 @@
-"""FPRaker term encoding (spec ``seed-fpraker.md`` §2).
+"""FPRaker term encoding (spec ``docs/specs/fpraker.md`` §2).
 
 An 8-bit bfloat16 significand ``Sig = 128 + m`` (hidden bit included, value ``Sig/128``) is
 rewritten as a short list of signed powers of two, the *terms*, which the PE processes one per

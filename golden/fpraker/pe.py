@@ -1,6 +1,6 @@
 """FPRaker processing element: 8 term-serial bfloat16 MAC lanes into one accumulator.
 
-Spec ``seed-fpraker.md`` §1.2, §1.3 and §3.  For each group of ``lanes`` (A, B) pairs the PE
+Spec ``docs/specs/fpraker.md`` §1.2, §1.3 and §3.  For each group of ``lanes`` (A, B) pairs the PE
 computes ``acc += sum_i A_i * B_i`` over one or more cycles.  A significands are recoded into
 signed powers of two (terms, :mod:`golden.fpraker.encoder`) that the lanes take one per cycle,
 most significant first; B significands are used whole (8 bits, hidden bit included).

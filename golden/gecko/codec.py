@@ -1,4 +1,4 @@
-"""Gecko lossless exponent compression (spec ``seed-schrodinger.md`` §4, §5.2–§5.5).
+"""Gecko lossless exponent compression (spec ``docs/specs/gecko.md`` §4, §5.2–§5.5).
 
 A tensor of FP32 (``uint32``) or bfloat16 (``uint16``) bit patterns is cut into rows of
 ``lanes`` consecutive values (the paper's groups of 8).  Each value becomes a variable-length
@@ -28,8 +28,8 @@ The last partial word is zero-padded; a partial last row is padded with +0.0; th
 is side information.  Metadata packs ten 3-bit widths per 32-bit word, MSB first (bits [31:29]
 first, bits [1:0] zero).
 
-Choices not in the spec
------------------------
+Choices the paper leaves open
+-----------------------------
 * ``man_width=None`` (the default) means the format's full mantissa (23 or 7 bits): Gecko by
   itself is lossless (§III-C); a QM/BitWave width is given explicitly.
 * Fixed-width mode (``fixed_width`` set, §4.7): the width is side information like

@@ -1,4 +1,4 @@
-"""Schrödinger's FP value transforms: QM, QE and BitWave (spec ``seed-schrodinger.md`` §1–§3).
+"""Schrödinger's FP value transforms: QM, QE and BitWave (spec ``docs/specs/gecko.md`` §1–§3).
 
 Every function takes bit patterns (``uint32`` FP32 or ``uint16`` bf16 NumPy arrays, or a Python
 int) and works on the integer fields.  Floating point appears only for the *learned* real-valued
@@ -13,8 +13,8 @@ quantities (bitlengths, gradients, losses), never for the value being quantized.
 * :class:`BitWave` — the per-batch controller (§3.2, A22), :func:`bwe_clamp`,
   :func:`bitwave_quantize`.
 
-Choices not in the spec
------------------------
+Choices the paper leaves open
+-----------------------------
 * E = 255 (Inf/NaN) inputs raise ``ValueError`` everywhere: truncating a NaN's mantissa would
   silently turn it into Inf.
 * QE thresholds for ``n_e = 0`` (where ``2**-0.5`` is irrational) follow A12: the literal

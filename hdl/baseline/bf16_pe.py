@@ -1,4 +1,4 @@
-"""Bit-parallel bfloat16 baseline PE (spec ``seed-fpraker.md`` §11.6, §14).
+"""Bit-parallel bfloat16 baseline PE (spec ``docs/specs/fpraker.md`` §11.6, §14).
 
 The FPRaker paper's comparison point: ``lanes`` bit-parallel 8x8 significand multipliers with
 exponent adders, a max tree, per-lane alignment shifters (round to odd onto the accumulator

@@ -13,7 +13,7 @@ from .bf16_pe import BF16PE
 
 class Bf16Tile(wiring.Component):
     """The FPRaker paper's bit-parallel bfloat16 baseline tile: ``rows`` x ``cols``
-    :class:`BF16PE` (spec ``seed-fpraker.md`` §5.1 "the baseline tile has the same 8×8×8
+    :class:`BF16PE` (spec ``docs/specs/fpraker.md`` §5.1 "the baseline tile has the same 8×8×8
     shape", §14).  PE ``(r, c)`` computes ``sum_s A[c][s] . B[r][s]``; column ``c``'s A stream
     is broadcast down the column, row ``r``'s B stream along the row.  Bit-exact with
     :func:`golden.baseline.bf16_tile_run`.

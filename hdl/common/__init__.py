@@ -1,5 +1,6 @@
 """Building blocks shared by several units: leading-one detection and priority encoding here;
-arithmetic trees and shifters in :mod:`.arith`; the FPRaker/baseline accumulator in :mod:`.accumulator`."""
+arithmetic trees and shifters in :mod:`.arith`; the FPRaker/baseline accumulator in :mod:`.accumulator`;
+the FP → BFP pipeline of FAST's converter and Equinox's quantizer in :mod:`.bfp`."""
 
 from amaranth.hdl import Signal
 from amaranth.utils import ceil_log2

@@ -1,6 +1,6 @@
 """The extended-precision accumulator shared by the FPRaker PE and the bit-parallel bf16 PE.
 
-Spec ``seed-fpraker.md`` §1.2/§1.3/§3.3/§11.6 (Block 3, "Accumulation"); the golden counterpart
+Spec ``docs/specs/fpraker.md`` §1.2/§1.3/§3.3/§11.6 (Block 3, "Accumulation"); the golden counterpart
 is :mod:`golden.common.accumulator`.  Both rounding steps are instances of the shared rounding
 block (:class:`hdl.common.rounding.Round`) configured by the golden model's own
 :func:`~golden.common.accumulator.norm_config` and

@@ -43,7 +43,7 @@ class AccumulatorSignature(wiring.Signature):
     zero : Out(1), reset 1
     sign : Out(1)
     exp : Out(signed(10))
-        Unbiased exponent (spec ``seed-fpraker.md`` §1.2: 10-bit signed register).
+        Unbiased exponent (spec ``docs/specs/fpraker.md`` §1.2: 10-bit signed register).
     sig : Out(keep_bits + 1)
         Significand with its hidden bit: value ``(-1)**sign * sig * 2**(exp - keep_bits)``.
     out : Out(layout of ``out_fmt``)
@@ -85,7 +85,7 @@ def tile_b_stream(fmt, lanes: int) -> stream.Signature:
 
 
 class TileSignature(wiring.Signature):
-    """A ``rows`` x ``cols`` tile of PEs (spec ``seed-fpraker.md`` §5): PE ``(r, c)`` computes
+    """A ``rows`` x ``cols`` tile of PEs (spec ``docs/specs/fpraker.md`` §5): PE ``(r, c)`` computes
     ``sum_s A[c][s] . B[r][s]`` over the groups ``s`` of column ``c``'s A stream and row ``r``'s
     B stream.
 
@@ -116,7 +116,7 @@ class TileSignature(wiring.Signature):
 
 
 class TermStreamSignature(wiring.Signature):
-    """Per-lane term streams from term-encoder lanes to a PE (spec ``seed-fpraker.md`` §2.3).
+    """Per-lane term streams from term-encoder lanes to a PE (spec ``docs/specs/fpraker.md`` §2.3).
 
     Members
     -------
@@ -143,7 +143,7 @@ class TermStreamSignature(wiring.Signature):
 
 
 class SidebandSignature(wiring.Signature):
-    """A tensor's run-time format description (spec ``seed-schrodinger.md`` §4.7, §5).
+    """A tensor's run-time format description (spec ``docs/specs/gecko.md`` §4.7, §5).
 
     Members
     -------

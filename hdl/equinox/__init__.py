@@ -1,4 +1,4 @@
-"""Equinox components (spec ``seed-equinox.md``): the weight-stationary BFP systolic array, the
+"""Equinox components (spec ``docs/specs/equinox.md``): the weight-stationary BFP systolic array, the
 BFP quantizer and the request/instruction dispatcher."""
 
 from .array import *  # noqa: F403

@@ -1,5 +1,5 @@
 """Equinox's weight-stationary hbfp8 systolic array (registry unit ``equinox.array``; spec
-``seed-equinox.md`` §2.2-§2.6).
+``docs/specs/equinox.md`` §2.2-§2.6).
 
 ``n x n`` single-cycle PEs (:class:`PE`: a weight vector and a partial sum, nothing else), the
 triangular input skew (:class:`InputSkew`), the exponent adder with its FIFO and valid line

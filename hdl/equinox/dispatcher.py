@@ -1,5 +1,5 @@
 """Equinox request dispatcher + instruction dispatcher (registry unit ``equinox.dispatcher``;
-spec ``seed-equinox.md`` §3.2–§3.4, A15–A21).
+spec ``docs/specs/equinox.md`` §3.2–§3.4, A15–A21).
 
 Cycle-accurate against :func:`golden.equinox.dispatch_trace`: every output at cycle ``t`` is the
 golden record of cycle ``t`` (decisions from the registered state ``S_t``; ``cmdq_full`` is the

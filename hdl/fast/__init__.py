@@ -1,4 +1,4 @@
-"""FAST components (spec ``seed-fast.md``): the FP32 → BFP converter, the fMAC and the fMAC
+"""FAST components (spec ``docs/specs/fast.md``): the FP32 → BFP converter, the fMAC and the fMAC
 systolic array."""
 
 from .array import ArrayCell, FMACArray

@@ -1,4 +1,4 @@
-"""FAST's fMAC systolic array (registry unit ``fast.array``; spec ``seed-fast.md`` §5).
+"""FAST's fMAC systolic array (registry unit ``fast.array``; spec ``docs/specs/fast.md`` §5).
 
 ``rows × cols`` cells (:class:`ArrayCell`), each an fMAC datapath (the :class:`ChunkProducts`
 multiplier array and adder tree, the exponent adder, the FP generator and the shared FP32 adder)

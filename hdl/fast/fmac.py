@@ -1,4 +1,4 @@
-"""FAST's fMAC (registry unit ``fast.fmac``; spec ``seed-fast.md`` §4): the dot product of two
+"""FAST's fMAC (registry unit ``fast.fmac``; spec ``docs/specs/fast.md`` §4): the dot product of two
 BFP groups, 2 bits of each operand per cycle, accumulated in FP32.
 
 Bit-exact with :func:`golden.fast.numerics.fmac_run` (paper mode).  Per cycle (one *round*): the chunk

@@ -1,4 +1,4 @@
-"""FPRaker components (spec ``seed-fpraker.md``)."""
+"""FPRaker components (spec ``docs/specs/fpraker.md``)."""
 
 from .encoder import TermEncoder, TermEncoderLane
 from .pe import PE, PECore

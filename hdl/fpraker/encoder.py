@@ -1,4 +1,4 @@
-"""FPRaker term encoder (spec ``seed-fpraker.md`` §2.3).
+"""FPRaker term encoder (spec ``docs/specs/fpraker.md`` §2.3).
 
 Each lane holds the recoded digits of one A significand and hands them to the PE one term per
 cycle, most significant first.  The digit recoder is the combinational NAF circuit of spec §2.2

@@ -1,4 +1,4 @@
-"""FPRaker processing element (spec ``seed-fpraker.md`` §1.2, §1.3, §3.1-§3.4, §11).
+"""FPRaker processing element (spec ``docs/specs/fpraker.md`` §1.2, §1.3, §3.1-§3.4, §11).
 
 :class:`PECore` is the PE datapath and control of Fig. 4, built from the paper's blocks as
 sub-components (each a separate module in the Verilog and a separate block in

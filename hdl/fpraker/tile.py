@@ -1,4 +1,4 @@
-"""FPRaker tile (spec ``seed-fpraker.md`` §4, §5; golden model :mod:`golden.fpraker.tile`).
+"""FPRaker tile (spec ``docs/specs/fpraker.md`` §4, §5; golden model :mod:`golden.fpraker.tile`).
 
 ``rows`` x ``cols`` PEs in the group exponent mode (the paper's Block 1 once per group), with
 

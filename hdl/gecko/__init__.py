@@ -1,4 +1,4 @@
-"""Gecko exponent compressor/decompressor (spec ``seed-schrodinger.md`` §4, §5).
+"""Gecko exponent compressor/decompressor (spec ``docs/specs/gecko.md`` §4, §5).
 
 :mod:`.blocks` holds the reusable pieces (exponent coder, width detector, field builder/parser,
 per-lane packer/unpacker, metadata packer/unpacker); :mod:`.units` the streaming units.

@@ -1,4 +1,4 @@
-"""Gecko building blocks (spec ``seed-schrodinger.md`` §4.3–§4.5, §5.3, §5.5, §5.6).
+"""Gecko building blocks (spec ``docs/specs/gecko.md`` §4.3–§4.5, §5.3, §5.5, §5.6).
 
 Combinational: :class:`ExpCoder`, :class:`ExpDecoder`, :class:`WidthDetector`,
 :class:`FieldBuilder`, :class:`FieldParser`.  Sequential (one lane or one metadata stream, with

@@ -1,4 +1,4 @@
-"""Gecko compressor, decompressor and their loopback (spec ``seed-schrodinger.md`` §5.2–§5.6).
+"""Gecko compressor, decompressor and their loopback (spec ``docs/specs/gecko.md`` §5.2–§5.6).
 
 Stream payloads (``amaranth.lib.stream``, valid/ready):
 
@@ -10,8 +10,8 @@ Stream payloads (``amaranth.lib.stream``, valid/ready):
   (:class:`hdl.common.signatures.SidebandSignature`), which the compressor takes on its ``ctl``
   ports.
 
-Choices not in the spec
------------------------
+Choices the paper leaves open
+-----------------------------
 * ``man_width``, ``sign_en`` and the fixed width are run-time inputs (the paper's units "accept
   external mantissa and exponent length signals"), so one circuit serves every tensor.  The
   compressor samples them with each input row (they must not change inside a tensor); the

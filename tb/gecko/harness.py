@@ -40,7 +40,7 @@ def spec_rows_ab(cfg: GeckoConfig) -> np.ndarray:
 
 
 def man_widths(cfg: GeckoConfig) -> tuple:
-    """The man_width values the random tests cover (spec §8.17 plus the brief's list)."""
+    """The man_width values the random tests cover (docs/specs/gecko.md §8.17)."""
     return (0, 1, 2, 3, 7, 23) if cfg.fmt == "fp32" else tuple(range(8))
 
 
