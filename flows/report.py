@@ -15,7 +15,7 @@ only *ratios* between units built with the same flow are comparable, never absol
 import json
 from dataclasses import dataclass, field
 
-from . import FlowError, build_dir, families, registry
+from . import FlowError, build_dir, families, progress, registry
 from .config import load_config
 from .registry import config_label
 
@@ -196,11 +196,13 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0) -> int:
     units = list(registry.UNITS.values())
     results = {}
     # one report run at a time per folder: report.md and the unit folders come from one run
-    with exclusive(build_dir() / "report", "report") as out:
+    with exclusive(build_dir() / "report", "report") as out, \
+            progress.bar(len(units), "report", "units") as bar:
         ensure_dir(out)
         for k, unit in enumerate(units, 1):
-            print(f"[{k}/{len(units)}] {unit.name}: synthesizing …", flush=True)
+            progress.echo(f"[{k}/{len(units)}] {unit.name}: synthesizing …")
             results.update(_measure(unit, load_config(unit), out, liberty, clock_ns))
+            bar.update()
         text = "# trainfab report: every unit at its paper configuration\n\n" + _tables(results)
         write_atomic(out / "report.json", json.dumps(results, indent=2) + "\n")
         write_atomic(out / "report.md", text)
@@ -225,8 +227,8 @@ def _fpraker_studies(out, results: dict) -> str:
     for name in ("fpraker.tile", "baseline.bf16_tile"):
         unit = registry.get(name)
         cfg = unit.make_config(load_config(unit), **POWER_TILE)
-        print(f"paper: power of {name} {POWER_TILE['rows']}x{POWER_TILE['cols']} on MiniLM "
-              "operands …", flush=True)
+        progress.echo(f"paper: power of {name} {POWER_TILE['rows']}x{POWER_TILE['cols']} on "
+                      "MiniLM operands …")
         r = power.power(unit, cfg, outdir=out / "power" / name, operands="minilm")
         mw[name] = r
         text.append(f"- `{name}` {POWER_TILE['rows']}×{POWER_TILE['cols']}: "
@@ -242,7 +244,7 @@ def _fpraker_studies(out, results: dict) -> str:
         ratio = results["baseline.bf16_tile"]["area_um2"] / results["fpraker.tile"]["area_um2"]
     opts = speedup.SpeedupOptions(model="minilm", output=str(out / "speedup"),
                                   area_ratio=None if ratio is None else round(ratio, 6))
-    print("paper: speedup study on MiniLM …", flush=True)
+    progress.echo("paper: speedup study on MiniLM …")
     res = speedup.run(opts)
     paths = speedup.write(res, (out / "speedup").resolve())
     text.append("\n## FPRaker speedup study (MiniLM, iso-area)\n")
@@ -269,15 +271,15 @@ def _build_unit(unit, cfg, out, tag: str, seed: int, sim: str | None, measure) -
     from .eda.simulate import failure_details, run_testbench
 
     man = generate(unit, cfg, out / "verilog")
-    print(f"{tag}: Verilog {man['verilog']}", flush=True)
+    progress.echo(f"{tag}: Verilog {man['verilog']}")
     tb = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick")
-    print(f"{tag}: {tb.summary()}", flush=True)
+    progress.echo(f"{tag}: {tb.summary()}")
     if not tb.passed:
-        print(failure_details(tb))
+        progress.echo(failure_details(tb))
     measured = measure()
     for name, r in measured.items():
         fmax = f"{r['fmax_mhz']:.0f} MHz" if r.get("fmax_mhz") else "n/a"
-        print(f"{tag}: {name} {r['area_um2']:.0f} µm², fmax {fmax}", flush=True)
+        progress.echo(f"{tag}: {name} {r['area_um2']:.0f} µm², fmax {fmax}")
     return man, tb, measured
 
 
@@ -473,14 +475,20 @@ def _demo(out, seed: int, sim: str | None) -> int:
     ensure_dir(out)
     units = demo_units()
     summary, results, aliases, failed = {}, {}, {}, 0
+    bar = progress.bar(len(units), "demo", "units")
     for k, unit in enumerate(units, 1):
         tag = f"[{k}/{len(units)}] {unit.name}"
         cfg = unit.make_config(**unit.demo_config)
         label = config_label(unit.demo_config)
-        print(f"{tag}: at {label or 'its paper configuration'}", flush=True)
-        man, tb, measured = _build_unit(
-            unit, cfg, out, tag, seed, sim,
-            lambda: {unit.name: area(unit, cfg, outdir=out / "area" / unit.name)})
+        progress.echo(f"{tag}: at {label or 'its paper configuration'}")
+        try:
+            man, tb, measured = _build_unit(
+                unit, cfg, out, tag, seed, sim,
+                lambda: {unit.name: area(unit, cfg, outdir=out / "area" / unit.name)})
+        except BaseException:
+            bar.close()
+            raise
+        bar.update()
         failed += not tb.passed
         r = measured[unit.name]
         results[unit.name] = r
@@ -493,6 +501,7 @@ def _demo(out, seed: int, sim: str | None) -> int:
                                            "transistors_estimate", "fmax_mhz",
                                            "critical_path_ns", "seconds")},
             "area_report": f"{r.get('outdir', out / 'area' / unit.name)}/area.md"}
+    bar.close()
     ratios = demo_ratios(results, aliases)
     plot = out / "demo.png"
     demo_plot(summary, ratios, plot)
@@ -665,6 +674,15 @@ def _demoted(markdown: str, folder: str) -> str:
 
 
 def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
+    units = list(registry.UNITS.values())
+    steps = len(units) + 2 + sum(1 for u in units if u.demo_overrides)
+    with progress.bar(steps, "paper", "steps") as bar:
+        return _paper_steps(out, seed, sim, jobs, bar)
+
+
+def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
+    """:func:`_paper`'s steps (units, studies, sweep, paper-size units), each moving ``bar`` on
+    when it finished."""
     import contextlib
     import time
 
@@ -697,8 +715,8 @@ def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
             cfg = load_config(unit)
             if unit.demo_overrides:
                 cfg = unit.make_config(cfg, **unit.demo_overrides)
-                print(f"{tag}: at {config_label(unit.demo_overrides)} here; its paper "
-                      "configuration is synthesized at the end", flush=True)
+                progress.echo(f"{tag}: at {config_label(unit.demo_overrides)} here; its paper "
+                              "configuration is synthesized at the end")
             man, tb, measured = _build_unit(
                 unit, cfg, out, tag, seed, sim,
                 lambda: _measure(unit, cfg, out / "area", "osu018", 10.0))
@@ -708,6 +726,7 @@ def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
         summary[unit.name] = {"verilog": man["verilog"], "sha256": man["verilog_sha256"],
                               "regression": tb.summary(), "passed": tb.passed,
                               "area": measured}
+        bar.update()
     smaller = [f"`{u.name}` at {config_label(u.demo_overrides)}" for u in units
                if u.demo_overrides]
     sections["units"] = (("Measured smaller in this section: " + ", ".join(smaller) + "; their "
@@ -716,9 +735,11 @@ def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
     write()
     with timed(STUDIES_STEP):
         sections["studies"] = _fpraker_studies(out, results)
+    bar.update()
     write()
     with timed(SWEEP_STEP):
         code = _paper_sweep(out / "sweep", jobs)
+    bar.update()
     failed += code != 0
     sweep_md = out / "sweep" / "sweep.md"
     sections["sweep"] = "\n" + (_demoted(sweep_md.read_text(), "sweep") if sweep_md.exists()
@@ -728,18 +749,19 @@ def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
     for unit in units:
         if not unit.demo_overrides:
             continue
-        print(f"paper: {unit.name} at its paper configuration (with breakdown) …", flush=True)
+        progress.echo(f"paper: {unit.name} at its paper configuration (with breakdown) …")
         with timed(f"paper-size:{unit.name}"):
             measured = _measure(unit, load_config(unit), out / "paper-size", "osu018", 10.0)
         r = measured[unit.name]
-        print(f"paper: {unit.name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz",
-              flush=True)
+        progress.echo(f"paper: {unit.name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz")
+        bar.update()
         big.update(measured)
         summary.setdefault("paper_size", {}).update(measured)
         sections["paper-size"] = ("\n# Units at their paper configuration (measured smaller "
                                   "above)\n\n" + _tables(big))
         write()
     text = write()
+    bar.close()
     print()
     print(text)
     print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, Verilog in "

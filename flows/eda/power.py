@@ -127,7 +127,7 @@ MIN_ANNOTATED = 0.9
 
 
 def add_arguments(p) -> None:
-    from ..cli import SEED_RANGE, UNIT_HELP, bounded
+    from ..options import SEED_RANGE, UNIT_HELP, bounded
     from .simulate import SIMULATORS
 
     p.add_argument("unit", help=UNIT_HELP)
@@ -325,6 +325,10 @@ def _gate_level_failure(result) -> str:
             f"{line[:300] or 'see the log'}; log {result.log}")
 
 
+#: the phases of a power run (its bar's steps)
+PHASES = ("synthesis", "gate-level simulation", "activity", "OpenSTA")
+
+
 def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
           outdir: Path | None = None, operands: str | Path | None = None,
           groups: int = DEFAULT_GROUPS, sim: str | None = None, seed: int = 1,
@@ -333,6 +337,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     ``power.json``/``power.md`` and returns the report (see the module docstring)."""
     from importlib import import_module
 
+    from ..progress import bar as progress_bar
     from .generate import convert, manifest
     from .power_cells import cell_models
     from tb.common.power import OPERANDS_ENV, WINDOW_ENV
@@ -374,9 +379,12 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     text, fields = convert(unit, cfg)
     has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
     seconds = {}
-    with staged(final, stale=set(POWER_FILES)) as work:
+    # the four phases on a bar with the time left (standard error, a terminal only)
+    with progress_bar(len(PHASES), f"{unit.name} power", "phases") as bar, \
+            staged(final, stale=set(POWER_FILES)) as work:
         src = f"{unit.top}.v"
         (work / src).write_text(text)
+        bar.set_postfix(PHASES[0])
         progress(f"{unit.name}: synthesizing …")
         flat = _synthesize(yosys, unit.top, src, lib, work, clock_ns, share=unit.synth_share)
         seconds["synthesis"] = round(flat["seconds"], 2)
@@ -387,6 +395,8 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
         (work / "cells.v").write_text(models)
         np.savez(work / "operands.npz", **ops)
         window_path = work / "window.json"
+        bar.update()
+        bar.set_postfix(PHASES[1])
         progress(f"{unit.name}: gate-level simulation ({sim}, {len(instances)} cells, "
                  f"{n_groups} groups) …")
         t0 = time.monotonic()
@@ -405,6 +415,8 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
         (work / "sim.log").write_text(result.log.read_text(errors="replace"))
 
         # activity of every cell pin (and the top-level ports) in the window
+        bar.update()
+        bar.set_postfix(PHASES[2])
         t0 = time.monotonic()
         pin_names = {i["name"]: set(cells[i["cell"]]["pins"]) for i in instances}
 
@@ -452,9 +464,12 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
 
         tcl = sta_power_script(unit.top, netlist, lib, clock_ns, has_clock, port_activity)
         (work / "power.tcl").write_text(tcl)
+        bar.update()
+        bar.set_postfix(PHASES[3])
         t0 = time.monotonic()
         sta_out = _run([sta, "-no_splash", "-exit", "power.tcl"], work / "power.log", "OpenSTA")
         seconds["opensta"] = round(time.monotonic() - t0, 2)
+        bar.update()
         timing = parse_sta(sta_out, clock_ns)
         original = {i["name"]: i["original"] for i in instances}
         for end in ("startpoint", "endpoint"):       # the synthesis names of renamed flip-flops
@@ -642,6 +657,7 @@ Verilog sha256 `{r['verilog_sha256']}`.
 def cmd(args) -> int:
     from .. import registry
     from ..config import load_config
+    from ..progress import echo
 
     unit = registry.get(args.unit)
     clock_ns = check_clock(args.clock_ns)
@@ -650,7 +666,7 @@ def cmd(args) -> int:
     r = power(unit, cfg, liberty=args.liberty, clock_ns=clock_ns,
               outdir=Path(args.output) if args.output else None, operands=args.operands,
               groups=args.groups, sim=args.sim, seed=args.seed,
-              progress=lambda line: print(line, flush=True))
+              progress=echo)
     src = r["activity_source"]
     ops = src["operands"]
     ann = r["annotation"]

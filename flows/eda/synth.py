@@ -37,6 +37,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -168,13 +169,132 @@ def read_stat_json(path: Path) -> dict:
     return json.loads(re.sub(r'^[ \t]*[^\s"{}\[\],:]+[ \t]+\d+[ \t]*\n', "", text, flags=re.M))
 
 
+# --------------------------------------------------------------------------------------------
+# progress: yosys' phases from its log as it grows
+
+#: yosys passes inside ``synth`` → the phase they belong to; phases only move forward (the
+#: ``opt`` passes between later steps do not take a run back to "coarse")
+SYNTH_STAGES = (("elaborate", ("HIERARCHY", "PROC")), ("flatten", ("FLATTEN",)),
+                ("coarse", ("OPT", "OPT_EXPR", "OPT_CLEAN", "CHECK", "FSM", "WREDUCE", "PEEPOPT",
+                            "ALUMACC", "SHARE")),
+                ("memory", ("MEMORY", "MEMORY_MAP")), ("techmap", ("TECHMAP",)),
+                ("abc -fast", ("ABC",)))
+#: top-level passes of :func:`yosys_script` → the phase they start
+TOP_STAGES = (("yosys read", ("VERILOG-2005", "VERILOG")), ("yosys synth", ("SYNTH",)),
+              ("flip-flop mapping", ("DFFLEGALIZE", "DFFLIBMAP")), ("abc mapping", ("ABC",)),
+              ("yosys netlist", ("SPLITNETS", "OPT_CLEAN", "STATISTICS", "VERILOG BACKEND")))
+
+_HEADER = re.compile(r"^(\d+(?:\.\d+)*)\. (?:Executing (\S+)(?: (backend))?|Printing (statistics))",
+                     re.M)
+
+
+def _rank(stages, name: str) -> int | None:
+    return next((i for i, (_, names) in enumerate(stages) if name in names), None)
+
+
+class YosysPhases:
+    """The phase a yosys run of :func:`yosys_script` is in, from the pass headers of its log
+    (``2.3. Executing FLATTEN pass``, ``5. Executing ABC pass``).  :meth:`feed` takes the log's
+    text as it grows (any pieces) and returns the phase, ``(label, detail)``, when it changed."""
+
+    def __init__(self, prefix: str = ""):
+        self.prefix, self.top, self.sub = prefix, None, None
+        self.rest = ""
+
+    def phase(self) -> tuple[str, str | None] | None:
+        if self.top is None:
+            return None
+        label = self.prefix + TOP_STAGES[self.top][0]
+        detail = (SYNTH_STAGES[self.sub][0] if TOP_STAGES[self.top][0] == "yosys synth"
+                  and self.sub is not None else None)
+        return label, detail
+
+    def feed(self, text: str) -> tuple[str, str | None] | None:
+        before = self.phase()
+        text, cut = self.rest + text, None
+        if not text.endswith("\n"):
+            cut = text.rfind("\n") + 1
+            text, self.rest = text[:cut], text[cut:]
+        else:
+            self.rest = ""
+        for m in _HEADER.finditer(text):
+            level = m.group(1).count(".") + 1
+            name = (m.group(2) or "").upper()
+            if m.group(3):
+                name += " BACKEND"
+            elif m.group(4):
+                name = "STATISTICS"
+            if level == 1:
+                rank = _rank(TOP_STAGES, name)
+                if rank is not None and (self.top is None or rank > self.top):
+                    self.top, self.sub = rank, None
+            elif level == 2 and self.top is not None and TOP_STAGES[self.top][0] == "yosys synth":
+                rank = _rank(SYNTH_STAGES, name)
+                if rank is not None and (self.sub is None or rank > self.sub):
+                    self.sub = rank
+        now = self.phase()
+        return now if now != before else None
+
+
+class _LogWatch:
+    """While a tool runs, a thread that reads its growing log every ``interval`` seconds and
+    announces its phases on ``phases`` (:class:`flows.progress.Phases`); ticks in between."""
+
+    def __init__(self, log: Path, phases, parser: YosysPhases, interval: float = 1.0):
+        self.log, self.phases, self.parser, self.interval = log, phases, parser, interval
+        self.offset, self.stop = 0, threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def poll(self) -> None:
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            data = b""
+        self.offset += len(data)
+        got = self.parser.feed(data.decode(errors="replace")) if data else None
+        if got is not None:
+            self.phases.start(*got)
+        else:
+            self.phases.tick()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.poll()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False
+
+
+#: the last run's time of each unit's syntheses (:class:`flows.progress.Timings`), in the
+#: build folder
+TIMES = "synth_times.json"
+
+
+def _timings():
+    from ..progress import Timings
+
+    try:
+        return Timings(build_dir() / TIMES)
+    except FlowError:  # an unusable build folder: no estimate
+        return None
+
+
 def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, clock_ns: float,
-                flatten: bool = True, share: bool = True) -> dict:
+                flatten: bool = True, share: bool = True, phases=None) -> dict:
     """Run the yosys recipe on ``source`` (a file name in ``outdir``) inside ``outdir``:
     flattened (files ``synth.ys``, ``yosys.log``, ``stat_*.json``, ``<top>.mapped.v``) or
     hierarchical (the same names with ``_hier``/``.hier``).  The script names files relative to
     ``outdir``, so it stays valid wherever the folder is moved.  Returns the script, the log
-    text, both ``stat -json`` documents and the seconds taken."""
+    text, both ``stat -json`` documents and the seconds taken.  With ``phases``
+    (:class:`flows.progress.Phases`), yosys' phases are announced as its log grows."""
     tag = "" if flatten else "_hier"
     netlist = f"{top}{'' if flatten else '.hier'}.mapped.v"
     generic_json, mapped_json = f"stat_generic{tag}.json", f"stat_mapped{tag}.json"
@@ -182,8 +302,14 @@ def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, cloc
                           share)
     (outdir / f"synth{tag}.ys").write_text(script)
     t0 = time.monotonic()
-    _run([yosys, "-q", "-l", f"yosys{tag}.log", "-s", f"synth{tag}.ys"],
-         outdir / f"yosys{tag}.out", "yosys")
+    cmd = [yosys, "-q", "-l", f"yosys{tag}.log", "-s", f"synth{tag}.ys"]
+    if phases is None:
+        _run(cmd, outdir / f"yosys{tag}.out", "yosys")
+    else:
+        parser = YosysPhases("" if flatten else "hierarchical ")
+        phases.start(*parser.feed("1. Executing Verilog-2005 frontend\n"))
+        with _LogWatch(outdir / f"yosys{tag}.log", phases, parser):
+            _run(cmd, outdir / f"yosys{tag}.out", "yosys")
     return {"script": script, "log": (outdir / f"yosys{tag}.log").read_text(),
             "log_path": outdir / f"yosys{tag}.log", "netlist": netlist,
             "generic": _stat_json(outdir / generic_json, f"yosys{tag}.log"),
@@ -249,7 +375,8 @@ def _previous_files(outdir: Path) -> set[str]:
 
 
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
-         outdir: Path | None = None, factory=None, breakdown: bool = False) -> dict:
+         outdir: Path | None = None, factory=None, breakdown: bool = False,
+         progress: bool = True) -> dict:
     """Synthesize ``unit`` at ``cfg`` and time it; write ``area.json``/``area.md``; return the report.
 
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
@@ -259,9 +386,15 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     ``build/area/<unit>``) only when everything succeeded (:func:`flows.runs.staged`):
     concurrent runs into one folder do not mix, and a failed run leaves it as it was.
 
+    With ``progress``, each phase (yosys' steps, ABC, OpenSTA) is announced on standard output
+    as it starts, with the time so far and the last run's time of the unit (at this
+    configuration if it ran at it) from :data:`TIMES` in the build folder
+    (:class:`flows.progress.Phases`); every finished run records its time there.
+
     Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, the clock period is
     unusable, a tool fails, or a breakdown path is not an instance of the design.
     """
+    from ..progress import Phases, config_key
     from ..runs import check_output, staged
 
     clock_ns = check_clock(clock_ns)
@@ -271,10 +404,18 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text) if breakdown else None
     stale = set(_area_files(unit.top)) | _previous_files(final)
-    with staged(final, stale=stale, last=("area.md", "area.json")) as work:
+    timings = _timings()
+    key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
+                      "liberty": str(lib), "breakdown": breakdown,
+                      "component": getattr(factory, "__qualname__", None)})
+    estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
+    phases = Phases(unit.name, estimate=estimate, enabled=progress)
+    started = time.monotonic()
+    with phases, staged(final, stale=stale, last=("area.md", "area.json")) as work:
         source = f"{unit.top}.v"
         (work / source).write_text(text)
-        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share)
+        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share,
+                           phases=phases if progress else None)
         chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
         if not chip:
             raise FlowError("yosys printed no chip area")
@@ -283,6 +424,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
         sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
         (work / "timing.tcl").write_text(sta_tcl)
+        phases.start("OpenSTA timing")
         t0 = time.monotonic()
         sta_out = _run([sta, "-no_splash", "-exit", "timing.tcl"], work / "timing.log", "OpenSTA")
         sta_s = time.monotonic() - t0
@@ -313,7 +455,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             report["runtime_fields"] = list(unit.runtime_fields)
         if breakdown:
             hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False,
-                               share=unit.synth_share)
+                               share=unit.synth_share, phases=phases if progress else None)
             total, blocks = _breakdown(unit.top, hier, paths)
             if any(_is_pattern(p) for p in unit.breakdown):
                 blocks = group_blocks(blocks)
@@ -330,6 +472,8 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             text += "\n" + resolve(unit.breakdown_table)(report) + "\n"
         (work / "area.md").write_text(text)
         (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
+    if timings is not None:
+        timings.record(unit.name, key, time.monotonic() - started)
     report["outdir"] = str(final)
     return report
 
@@ -550,4 +694,5 @@ OpenSTA script:
 
 __all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
-           "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks"]
+           "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks",
+           "YosysPhases", "TIMES"]

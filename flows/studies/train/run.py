@@ -47,7 +47,6 @@ import json
 import math
 import multiprocessing
 import queue as queue_mod
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,42 +253,34 @@ def _plain(obj):
 
 
 class _Progress:
-    """One bar per format (tqdm), on standard error only when it is a terminal."""
+    """One bar per format (:mod:`flows.progress`), on standard error only when it is a terminal."""
 
-    def __init__(self, names, epochs: int, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
+    FORMAT = ("{desc} {percentage:3.0f}%|{bar:20}| {n:.2f}/{total} epochs [{elapsed}<{remaining}]"
+              "{postfix}")
+
+    def __init__(self, names, epochs: int, enabled: bool, stream=None):
+        from ... import progress
+
+        self.enabled = enabled and progress.interactive(stream)
         self.bars = {}
         self.epochs = epochs
         if self.enabled:
-            import shutil
-
-            from tqdm import tqdm
-
-            # a terminal that reports no width (a bare pty) still gets bars
-            ncols = min(shutil.get_terminal_size((100, 24)).columns or 100, 120)
             width = max(len(n) for n in names)
             for i, n in enumerate(names):
-                self.bars[n] = tqdm(total=epochs, position=i, desc=n.ljust(width), unit="epoch",
-                                    leave=True, ncols=ncols, file=sys.stderr,
-                                    bar_format="{desc} {percentage:3.0f}%|{bar:20}| "
-                                               "{n:.2f}/{total} epochs [{elapsed}<{remaining}]"
-                                               "{postfix}")
+                self.bars[n] = progress.bar(epochs, n.ljust(width), "epoch", position=i,
+                                            stream=stream, bar_format=self.FORMAT)
 
     def batch(self, name, epoch, iteration, iterations, loss):
         bar = self.bars.get(name)
         if bar is not None:
-            bar.n = (epoch - 1) + (iteration + 1) / iterations
-            bar.set_postfix_str(f"loss {loss:.3f}", refresh=False)
-            bar.refresh()
+            bar.set((epoch - 1) + (iteration + 1) / iterations, f"loss {loss:.3f}")
 
     def epoch(self, name, record):
         bar = self.bars.get(name)
         if bar is not None:
-            bar.n = record["epoch"]
             acc = record.get("test_accuracy")
-            bar.set_postfix_str(f"loss {record['loss']:.3f}, test "
-                                f"{'—' if acc is None else f'{100 * acc:.1f} %'}", refresh=False)
-            bar.refresh()
+            bar.set(record["epoch"], f"loss {record['loss']:.3f}, test "
+                                     f"{'—' if acc is None else f'{100 * acc:.1f} %'}")
 
     def close(self):
         for bar in self.bars.values():
