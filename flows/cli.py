@@ -6,12 +6,12 @@ environment error.  Errors are one line; set ``TRAINFAB_DEBUG=1`` for a tracebac
 
 import argparse
 import json
-import math
 import os
 import sys
 from pathlib import Path
 
 from . import FlowError, families, registry
+from .options import SEED_HELP, SEED_RANGE, UNIT_HELP, bounded
 from .config import load_config, presets, refuse_runtime_sets
 from .registry import EFFORTS
 
@@ -21,32 +21,6 @@ class _Parser(argparse.ArgumentParser):
         raise FlowError(f"{message} (see '{self.prog} --help')")
 
 
-#: the seeds every ``--seed`` accepts (NumPy's generators and cocotb take 32-bit seeds)
-SEED_RANGE = (0, 2**32 - 1)
-SEED_HELP = "0 to 2**32-1"
-
-
-def bounded(kind, lo, hi):
-    """An argparse ``type`` for an ``int`` or ``float`` option that must lie in ``lo..hi``.
-
-    A value that is not a number of ``kind``, is not finite or is out of range is refused
-    before anything runs, in one line naming the option (argparse adds it) and the range:
-    ``argument --cycles: '1e14' is not an integer from 1,000 to 10,000,000``."""
-    what = "an integer" if kind is int else "a number"
-
-    def parse(text):
-        try:
-            value = kind(text)
-        except (TypeError, ValueError, OverflowError):
-            value = None
-        if (value is None or isinstance(value, float) and not math.isfinite(value)
-                or not lo <= value <= hi):
-            shown = text if len(str(text)) <= 40 else str(text)[:39] + "…"
-            raise argparse.ArgumentTypeError(f"{shown!r} is not {what} from {lo:,} to {hi:,}")
-        return value
-
-    parse.__name__ = what
-    return parse
 
 
 def _config_args(p, multi: bool = False):
@@ -357,9 +331,6 @@ def _span(bounds) -> str:
 
 
 #: help of every ``unit`` argument
-UNIT_HELP = "a unit name, e.g. fpraker.encoder ('trainfab list' lists them)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     from .eda.simulate import SIMULATORS
     from .studies.dispatch import CYCLES_RANGE

@@ -127,13 +127,12 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 
 from golden import ConfigError, config_dict
 
-from . import FlowError
+from . import FlowError, progress
 from .registry import EFFORTS
 
 #: the special grid field: the synthesis clock constraint in ns (not a configuration field)
@@ -171,7 +170,7 @@ MAX_POINTS = 100_000
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``sweep`` subcommand's arguments to ``p``."""
-    from .cli import SEED_HELP, SEED_RANGE, UNIT_HELP, bounded
+    from .options import SEED_HELP, SEED_RANGE, UNIT_HELP, bounded
 
     p.add_argument("unit", help=UNIT_HELP)
     p.add_argument("--grid", "-g", action="append", default=[], metavar="FIELD=V1,V2,…",
@@ -204,14 +203,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a rerun into the same folder skips the points already done")
     p.add_argument("--fresh", action="store_true",
                    help="forget the points already done in the output folder and start over")
-
-
-def main(argv=None) -> int:
-    """``python -m flows.sweep UNIT --grid …``: ``trainfab sweep`` itself, with the CLI's exit
-    statuses and one-line errors."""
-    from .cli import main as cli_main
-
-    return cli_main(["sweep", *(sys.argv[1:] if argv is None else argv)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +490,8 @@ def compute_point(task: dict) -> dict:
         if any(m in SYNTH_MEASURES for m in task["measures"]):
             from .eda.synth import area
 
-            r = area(unit, cfg, liberty=task["liberty"], clock_ns=task["clock_ns"], outdir=outdir)
+            r = area(unit, cfg, liberty=task["liberty"], clock_ns=task["clock_ns"], outdir=outdir,
+                     progress=False)   # the sweep's own lines and bar say where it is
             for m in SYNTH_MEASURES:
                 if m in task["measures"]:
                     rec["measures"].update({c: r.get(c) for c in MEASURES[m]})
@@ -749,6 +741,8 @@ def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
     by_hash = {p.hash: p for p in plan.points}
     count = [ndone]
     log = ResultLog(out / RESULTS) if todo else None
+    # a bar with the time left on a terminal (standard error); the [i/n] lines stay for logs
+    bar = progress.bar(len(todo), plan.unit.name, "points", enabled=bool(todo))
 
     def done(task, rec):
         p = by_hash[task["hash"]]
@@ -758,8 +752,9 @@ def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
         log.append(rec)
         records[p.hash] = rec
         count[0] += 1
-        print(f"[{count[0]}/{total}] {p.label}: {_summary(rec)} ({rec.get('seconds', 0):.1f} s)",
-              flush=True)
+        progress.echo(f"[{count[0]}/{total}] {p.label}: {_summary(rec)} "
+                      f"({rec.get('seconds', 0):.1f} s)")
+        bar.update()
 
     try:
         if client is not None:
@@ -769,6 +764,7 @@ def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
         elif todo:
             _run_local(tasks, jobs, done)
     finally:
+        bar.close()
         if log:
             log.close()
         if client is not None:
@@ -963,9 +959,6 @@ def markdown(plan: Plan, rows: list[dict], plots: list[Path], out: Path) -> str:
 
 
 __all__ = ["CLOCK", "MEASURES", "add_arguments", "check_hardware_fields", "cmd_sweep",
-           "compute_point", "main", "parse_grid", "plan_sweep", "read_results", "split_values",
+           "compute_point", "parse_grid", "plan_sweep", "read_results", "split_values",
            "table", "write_outputs"]
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,8 @@
 Every hardware unit in :mod:`hdl` has a model here that takes the same frozen configuration
 object and computes the same bits.  Models use integer arithmetic on bit patterns (``uint16``
 bfloat16, ``uint32`` FP32); they never use floating point as a shortcut for the arithmetic being
-specified.  This package imports NumPy only.
+specified.  This package imports NumPy only; numba only behind the FPRaker tile GEMM's engine
+switch (:mod:`golden.fpraker.gemm`), when it is installed.
 """
 
 from dataclasses import fields as _fields

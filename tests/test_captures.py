@@ -18,7 +18,7 @@ from flows.families.gecko import TENSOR_ANALYSES, gecko_stats
 from flows.studies import captures, speedup
 from flows.studies.captures import CaptureError, CaptureWriter
 from golden.common import float_to_bf16
-from golden.fpraker.tile import tile_gemm
+from golden.fpraker.gemm import tile_gemm
 
 META = {"model": "tiny", "format": "fp32", "seed": 3, "batch_size": 6, "dataset": "synthetic"}
 GECKO = next(a for a in TENSOR_ANALYSES if a.name == "gecko")

@@ -11,7 +11,8 @@ from golden import ConfigError
 from golden.common import bf16_to_float
 from golden.fpraker.pe import (Acc, PEConfig, pe_dot_batch, pe_dot_batch_acc, pe_group,
                                random_operands)
-from golden.fpraker.tile import STALL_CAUSES, TileConfig, schedule, tile_gemm, tile_run
+from golden.fpraker.gemm import tile_gemm
+from golden.fpraker.tile import STALL_CAUSES, TileConfig, schedule, tile_run
 from golden.fpraker.encoder import encode_terms
 
 MODES = ("step", "group")

@@ -1,5 +1,5 @@
 """The compiled FPRaker tile GEMM (``golden.fpraker.tile_batch``) against the NumPy tile model
-(``golden.fpraker.tile.tile_gemm``, the spec in code): bit for bit and cycle for cycle on random
+(``golden.fpraker.gemm.tile_gemm``, the spec in code): bit for bit and cycle for cycle on random
 shapes, operand kinds and configurations, and its scalar NORM_RNE / jam / align helpers against
 the NumPy accumulator functions."""
 
@@ -11,7 +11,8 @@ pytest.importorskip("numba")
 from golden.common.accumulator import align_acc, norm_rne, shift_jam
 from golden.fpraker import tile_batch
 from golden.fpraker.pe import PEConfig, random_operands, required_int_bits
-from golden.fpraker.tile import STALL_CAUSES, TileConfig, tile_gemm
+from golden.fpraker.gemm import tile_gemm
+from golden.fpraker.tile import STALL_CAUSES, TileConfig
 from golden.fpraker.tile_batch import bench_tile_gemm, tile_gemm_fast
 
 KINDS = ("mix", "relu", "wide", "cancel", "uniform", "narrow")

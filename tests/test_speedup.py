@@ -219,6 +219,21 @@ def test_area_ratio_sources(build):
     assert R == 3.0 and "--area-ratio" in how
 
 
+def test_the_measured_ratio_is_used_only_at_the_cycle_models_tile_size(build):
+    """Two 2 x 2 tiles' area ratio is not applied to the 8 x 8 cycle model: "ours" is then
+    not given, and says why; tiles of the model's size are used."""
+    from golden.fpraker.tile import TileConfig
+
+    for unit, area in (("baseline.bf16_tile", 900.0), ("fpraker.tile", 200.0)):
+        (build / "area" / unit).mkdir(parents=True)
+        (build / "area" / unit / "area.json").write_text(json.dumps(
+            {"area_um2": area, "config": {"rows": 2, "cols": 2, "lanes": 8}}))
+    R, how = speedup.area_ratio(None, TileConfig())
+    assert R is None and "2 x 2 tiles of 8 lanes" in how and "8 x 8 of 8" in how
+    R, how = speedup.area_ratio(None, TileConfig(rows=2, cols=2))
+    assert R == pytest.approx(4.5) and how.startswith("measured")
+
+
 # --- end to end on small files with the real tile model
 
 

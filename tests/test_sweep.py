@@ -20,6 +20,7 @@ import pytest
 
 import flows
 from flows import FlowError, registry, sweep
+from flows.cli import main as cli_main
 from flows.eda.generate import sha256, to_verilog
 from flows.eda.simulate import TbResult
 
@@ -44,7 +45,7 @@ def args_of(argv):
 
 
 def run(argv, capsys):
-    code = sweep.main(argv)
+    code = cli_main(["sweep", *argv])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -58,7 +59,7 @@ def serial(tmp_path_factory):
     """The 4-point sweep run serially (-j 1) in this process, with real yosys/OpenSTA."""
     out = tmp_path_factory.mktemp("serial")
     argv = GRID + ["-j", "1", "-o", str(out)]
-    code = sweep.main(argv)
+    code = cli_main(["sweep", *argv])
     assert code == 0
     return out
 
@@ -156,7 +157,7 @@ def test_ctrl_c_exits_130_and_keeps_finished_points(tmp_path):
     out = tmp_path / "interrupted"
     # Python's own Ctrl-C handler even where this test runs with SIGINT ignored (a background job)
     script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-              "from flows.sweep import main; sys.exit(main(sys.argv[1:]))")
+              "from flows.cli import main; sys.exit(main(['sweep', *sys.argv[1:]]))")
     cmd = [sys.executable, "-c", script, "fpraker.encoder", "--grid", "lanes=1,2,3,4",
            "--grid", "encoding=csd,binary", "-j", "2", "-o", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,

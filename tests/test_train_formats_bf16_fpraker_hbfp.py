@@ -17,7 +17,8 @@ from flows.studies.train.formats.hbfp import FORMATS as HBFP_FORMATS
 from flows.studies.train.formats.hbfp import HBFP8, HBFP12, T, WIDE, acc_bits, store_tiles
 from golden.common import bf16_to_float, float_to_bf16
 from golden.equinox.hbfp import bfp_dequantize, bfp_dot, hbfp_matmul, weight_store
-from golden.fpraker.tile import TileConfig, tile_gemm
+from golden.fpraker.gemm import tile_gemm
+from golden.fpraker.tile import TileConfig
 
 ALL = {**BF16_FORMATS, **FPRAKER_FORMATS, **HBFP_FORMATS}
 

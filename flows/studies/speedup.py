@@ -10,7 +10,7 @@ Usage::
 What is studied
 ---------------
 Every GEMM ``out[r][c] = Σ_k B_r[k]·A_c[k]`` (spec ``docs/specs/fpraker.md`` §5.1, §6) is run on the
-golden cycle model :func:`golden.fpraker.tile.tile_gemm`: the **serial** operand ``S`` (M, K),
+golden cycle model :func:`golden.fpraker.gemm.tile_gemm`: the **serial** operand ``S`` (M, K),
 term-encoded, one row per tile column; the **parallel** operand ``P`` (N, K), bit-parallel, one
 row per tile row; the reduction index k walked in groups of 8 (the lanes), zero-padded to whole
 groups.  Operands are bfloat16 (float32 data is rounded to bf16 with round-to-nearest-even).
@@ -185,7 +185,8 @@ def add_arguments(p) -> None:
 
 def _tile_model():
     """``(TileConfig, tile_gemm)`` of the golden tile model (tests substitute a stand-in)."""
-    from golden.fpraker.tile import TileConfig, tile_gemm
+    from golden.fpraker.gemm import tile_gemm
+    from golden.fpraker.tile import TileConfig
 
     return TileConfig, tile_gemm
 
@@ -389,8 +390,13 @@ def summarize(records: list[dict], area_ratio: float | None) -> dict:
 # --- area ratio
 
 
-def area_ratio(override: float | None) -> tuple[float | None, str]:
-    """``(R, how)``: ``--area-ratio``, else the measured ``area.json`` pair, else ``None``."""
+def area_ratio(override: float | None, tile=None) -> tuple[float | None, str]:
+    """``(R, how)``: ``--area-ratio``, else the measured ``area.json`` pair, else ``None``.
+
+    The measured pair is used only when both tiles are of one size and, given ``tile`` (the
+    cycle model's configuration), of that size too: the area ratio of two 2 × 2 tiles is not
+    the ratio of the 8 × 8 tiles the cycles are counted on (each encoder, exponent block and B
+    buffer serves fewer PEs), so ``how`` then says why "ours" is not given."""
     if override is not None:
         if not (math.isfinite(override) and override > 0):
             raise FlowError(f"--area-ratio {override}: must be a positive number")
@@ -416,6 +422,14 @@ def area_ratio(override: float | None) -> tuple[float | None, str]:
                       f"{AREA_UNITS[0]} {shape(configs[AREA_UNITS[0]])}, {AREA_UNITS[1]} "
                       f"{shape(configs[AREA_UNITS[1]])} (rows, cols, lanes); run `trainfab "
                       "area` for both at one size, or give --area-ratio)")
+    if tile is not None:
+        model = (tile.rows, tile.cols, tile.lanes)
+        measured = shape(configs[AREA_UNITS[0]])
+        if measured != model:
+            return None, (f"not measured at the cycle model's size (the area reports are of "
+                          f"{measured[0]} x {measured[1]} tiles of {measured[2]} lanes, the "
+                          f"cycle model's tile is {model[0]} x {model[1]} of {model[2]}: run "
+                          f"`trainfab area` for both tiles at that size, or give --area-ratio)")
     R = areas[AREA_UNITS[0]] / areas[AREA_UNITS[1]]
     how = (f"measured: {AREA_UNITS[0]} {areas[AREA_UNITS[0]]:,.0f} µm² / {AREA_UNITS[1]} "
            f"{areas[AREA_UNITS[1]]:,.0f} µm² = {R:.3f} (build/area/*/area.json)")
@@ -452,7 +466,7 @@ def markdown(res: dict) -> str:
         lines += ["Tensor files: " + ", ".join(f"`{f}`" for f in src["files"]) + "."]
     lines += [
         "",
-        f"Cycle model: `golden.fpraker.tile.tile_gemm`, configuration {res['tile_config']}. "
+        f"Cycle model: `golden.fpraker.gemm.tile_gemm`, configuration {res['tile_config']}. "
         "Operands rounded to bfloat16 (RNE). Baseline: the bit-parallel 8×8×8 tile, one cycle "
         "per group (`tile_runs × groups`). One tile does all tile-runs of a GEMM in turn.",
         "",
@@ -859,8 +873,8 @@ def _check_options(args) -> str:
 def run(args, quiet: bool = False) -> dict:
     """Study the GEMMs ``args`` names; returns the result dict (not yet written)."""
     kind = _check_options(args)
-    ratio, ratio_how = area_ratio(args.area_ratio)
     cfg = tile_config(args.sets)
+    ratio, ratio_how = area_ratio(args.area_ratio, cfg)
     prog = _Progress(quiet)
     orientation = args.orientation or ("given" if kind == "files" else "both")
     orients = ("given", "swapped") if orientation == "both" else (orientation,)

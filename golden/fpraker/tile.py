@@ -286,7 +286,7 @@ def tile_run(A, B, cfg: TileConfig = TileConfig()) -> TileResult:
 
 
 class GemmResult(NamedTuple):
-    """A GEMM on one FPRaker tile (:func:`tile_gemm`)."""
+    """A GEMM on one FPRaker tile (:func:`golden.fpraker.gemm.tile_gemm`)."""
 
     #: bf16 results, shape (N, M): ``out[n, m] = P[n] . S[m]``
     out: np.ndarray
@@ -306,13 +306,11 @@ class GemmResult(NamedTuple):
     lane_cycles: int
 
 
-#: engines of :func:`tile_gemm`
-ENGINES = ("auto", "numba", "numpy")
-
-
-def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None, chunk: int = 4096,
-              engine: str = "auto") -> GemmResult:
-    """A whole GEMM on FPRaker tiles (spec §5.1, §6): ``out[n, m] = sum_k P[n, k] * S[m, k]``.
+def tile_gemm_numpy(S, P, cfg: TileConfig = TileConfig(), progress=None,
+                    chunk: int = 4096) -> GemmResult:
+    """A whole GEMM on FPRaker tiles (spec §5.1, §6): ``out[n, m] = sum_k P[n, k] * S[m, k]``,
+    on this module's vectorised NumPy model (the specification of the GEMM mapping;
+    :func:`golden.fpraker.gemm.tile_gemm` chooses between it and the compiled engine).
 
     ``S`` (M, K) is the serial operand (row ``m`` streams down a tile column as A), ``P`` (N, K)
     the parallel operand (row ``n`` is a tile row's B); both bfloat16 bit patterns.  The output
@@ -326,25 +324,13 @@ def tile_gemm(S, P, cfg: TileConfig = TileConfig(), progress=None, chunk: int = 
     progress : callable, optional
         ``progress(done, total)`` as the work advances.
     chunk : int
-        Column instances per NumPy batch (the NumPy engine).
-    engine : {"auto", "numba", "numpy"}
-        ``"numba"``: the compiled copy of this model (:mod:`golden.fpraker.tile_batch`, checked
-        against it bit for bit; >= 20 million MACs/s); ``"numpy"``: this module's vectorised
-        model; ``"auto"``: numba when it is installed.
+        Column instances per NumPy batch.
 
     Raises
     ------
     ValueError
         Operands that are not 2-D integer arrays, reduction lengths that differ, Inf/NaN values.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}: expected one of {ENGINES}")
-    if engine != "numpy":
-        from . import tile_batch
-        if tile_batch.available():
-            return tile_batch.tile_gemm_fast(S, P, cfg, progress=progress)
-        if engine == "numba":
-            raise ValueError("engine 'numba': numba is not installed")
     S3, P3 = gemm_groups(S, P, cfg.lanes)
     M, G, L = S3.shape
     N = P3.shape[0]

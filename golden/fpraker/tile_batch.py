@@ -1,4 +1,4 @@
-"""Accelerated FPRaker tile GEMM: a numba copy of :func:`golden.fpraker.tile.tile_gemm`.
+"""Accelerated FPRaker tile GEMM: a numba copy of :func:`golden.fpraker.tile.tile_gemm_numpy`.
 
 This module is **not** a specification.  The NumPy tile model (:mod:`golden.fpraker.tile` on
 top of :mod:`golden.fpraker.pe` and :mod:`golden.common.accumulator`) is the spec in code; this
@@ -31,7 +31,7 @@ change in a cycle without a processed term); in step mode a PE cycle without an 
 leaves the accumulator as it is (the model aligns it to its own exponent and renormalizes,
 which is the identity).
 
-Differences from :func:`~golden.fpraker.tile.tile_gemm` outside the results: ``progress``
+Differences from :func:`~golden.fpraker.tile.tile_gemm_numpy` outside the results: ``progress``
 counts column instances rather than (chunk, group) steps; ``threads`` runs blocks of instances
 on threads (every instance writes only its own outputs, so results do not depend on it); an
 empty GEMM (no serial or no parallel row) returns an empty result.
@@ -416,7 +416,7 @@ def _compiled():
     """The compiled kernel; ``RuntimeError`` without numba."""
     if numba is None:
         raise RuntimeError("golden.fpraker.tile_batch needs numba (pip install numba); "
-                           "use golden.fpraker.tile.tile_gemm without it")
+                           "use golden.fpraker.gemm.tile_gemm(..., engine='numpy') without it")
     return _gemm_kernel
 
 
@@ -500,7 +500,7 @@ def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 20
 
 def tile_gemm_fast(S, P, cfg: TileConfig = TileConfig(), progress=None,
                    threads: int = 1) -> GemmResult:
-    """:func:`golden.fpraker.tile.tile_gemm` on the compiled engine: the same
+    """:func:`golden.fpraker.tile.tile_gemm_numpy` on the compiled engine: the same
     :class:`~golden.fpraker.tile.GemmResult`, bit for bit and cycle for cycle.
 
     ``progress(done, total)`` is called after every block of column instances (``total`` =
@@ -513,7 +513,7 @@ def tile_gemm_fast(S, P, cfg: TileConfig = TileConfig(), progress=None,
     RuntimeError
         numba is not installed (:func:`available` is false).
     ValueError
-        The operand errors of :func:`~golden.fpraker.tile.tile_gemm`.
+        The operand errors of :func:`~golden.fpraker.tile.tile_gemm_numpy`.
     """
     return _run(S, P, cfg, progress, threads)[0]
 
@@ -537,7 +537,7 @@ def bench_tile_gemm(scale: int = 1, seed: int = 0) -> str:
     on a loaded machine).  The engine's first call (JIT compile, or loading numba's cache) is
     timed separately, and the two engines' results are compared."""
     from .pe import random_operands
-    from .tile import tile_gemm
+    from .tile import tile_gemm_numpy
     rng = np.random.default_rng(seed)
     M, K, N = max(1, 128 // scale), max(1, 384 // scale), max(1, 384 // scale)
     S, _ = random_operands(rng, M, K, "relu")
@@ -551,7 +551,7 @@ def bench_tile_gemm(scale: int = 1, seed: int = 0) -> str:
     (fast, gc), w_fast, c_fast = _timed(lambda: _run(S, P, cfg))
     step_cfg = TileConfig(exp_mode="step")
     _, w_step, c_step = _timed(lambda: _run(S, P, step_cfg))
-    ref, w_np, c_np = _timed(lambda: tile_gemm(S, P, cfg, engine="numpy"))
+    ref, w_np, c_np = _timed(lambda: tile_gemm_numpy(S, P, cfg))
     same = (np.array_equal(fast.out, ref.out) and fast.cycles == ref.cycles
             and fast.stalls == ref.stalls and fast.useful == ref.useful)
     macs = fast.macs

@@ -34,7 +34,7 @@ column whether it works on a group (``working``), for the testbench's stall-coun
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, ceil_log2
+from amaranth.utils import bits_for
 
 from golden.common import BF16
 from golden.common.accumulator import norm_config, read_out_config

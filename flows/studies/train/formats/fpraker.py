@@ -1,7 +1,7 @@
 """FPRaker training: bfloat16 operands, every dot product accumulated as the FPRaker tile does.
 
 Each GEMM of the three training phases runs on the bit-level FPRaker tile model,
-:func:`golden.fpraker.tile.tile_gemm`, with the paper's tile (the
+:func:`golden.fpraker.gemm.tile_gemm`, with the paper's tile (the
 :class:`~golden.fpraker.tile.TileConfig` defaults: 8 x 8 PEs of 8 lanes, canonical-signed-digit
 terms, the exponent computed once per group of 8 products, a 1.9 accumulator with 12 datapath
 fraction bits, out-of-bounds term skipping with ``kmax = 12``, shift window ``dmax = 3``,
@@ -31,7 +31,8 @@ of the engine's test-set evaluation are run on the tile too but not counted.
 import numpy as np
 
 from golden.common import bf16_to_float, float_to_bf16
-from golden.fpraker.tile import TileConfig, tile_gemm
+from golden.fpraker.gemm import tile_gemm
+from golden.fpraker.tile import TileConfig
 
 from .base import PHASES, Format
 
