@@ -267,26 +267,15 @@ def test_list_shows_a_units_fields(capsys):
 # --- regress: a unit or --all
 
 
-def test_regress_needs_a_unit_or_all(capsys, monkeypatch):
-    import flows.eda.simulate
-
-    seen = []
-
-    class Passed:
-        passed, tests, failed = True, 1, 0
-
-        def summary(self):
-            return "PASS"
-
-    monkeypatch.setattr(flows.eda.simulate, "run_testbench",
-                        lambda unit, cfg, **kw: (seen.append(unit.name), Passed())[1])
+def test_regress_needs_a_unit_or_all(capsys, passing_testbenches):
+    seen = passing_testbenches
     code, _, err = run(["regress"], capsys)
     assert code == 2 and "--all" in err and len(err.strip().splitlines()) == 1 and not seen
     code, _, err = run(["regress", "fpraker.encoder", "--all"], capsys)
     assert code == 2 and "not both" in err and not seen
     code, out, err = run(["regress", "--all", "--effort", "quick"], capsys)
     assert code == 0, err
-    assert sorted(seen) == sorted(registry.UNITS)
+    assert sorted(unit.name for unit, _ in seen) == sorted(registry.UNITS)
 
 
 # --- --set and configuration files

@@ -254,22 +254,12 @@ def test_old_run_folders_are_pruned(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run4", "run5"]
 
 
-def test_all_configs_keeps_the_users_fields_and_says_what_it_leaves_out(capsys, monkeypatch):
-    import flows.eda.simulate
-
-    seen = []
-
-    class Passed:
-        passed, tests, failed = True, 1, 0
-
-        def summary(self):
-            return "PASS"
-
-    monkeypatch.setattr(flows.eda.simulate, "run_testbench",
-                        lambda unit, cfg, **kw: (seen.append(cfg), Passed())[1])
+def test_all_configs_keeps_the_users_fields_and_says_what_it_leaves_out(capsys,
+                                                                      passing_testbenches):
     code, out, err = run(["regress", "fpraker.pe", "--all-configs", "--set", "frac_bits=10"],
                          capsys)
     assert code == 0, err
+    seen = [cfg for _, cfg in passing_testbenches]
     assert "not run: dmax=12: invalid with your settings" in out
     assert "frac_bits, which you set" in out
     assert seen and all(cfg.frac_bits == 10 for cfg in seen)

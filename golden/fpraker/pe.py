@@ -13,7 +13,7 @@ the partial sum and the accumulator are aligned to the grid ``2**(E - F)`` (``F 
 the 3 extra G/R/S bits being the jam position), added exactly in ``F + int_bits + 1`` bits and
 normalized back to ``1.P`` with round-to-nearest-even.
 
-Per-cycle semantics (§3.3, implemented verbatim by :func:`_step`)
+Per-cycle semantics (§3.3, implemented verbatim by :func:`step_lanes`)
 ---------------------------------------------------------------
 ``elig`` are the lanes with a term, not done and allowed by the eligible mask::
 
@@ -230,18 +230,18 @@ class CycleTrace(NamedTuple):
 # term tables
 
 #: per significand 0..255: recoded digit masks (rem, negm) of spec §2.3; zero for non-significands
-_RECODE = {
+RECODE = {
     enc: np.array([recode(s, enc) if s >= 128 else (0, 0) for s in range(256)], dtype=np.int64)
     for enc in ENCODINGS
 }
 #: msb index of a 9-bit digit mask (0 for 0; callers mask by rem != 0)
-_MSB9 = np.array([max(0, int(r).bit_length() - 1) for r in range(512)], dtype=np.int64)
+MSB9 = np.array([max(0, int(r).bit_length() - 1) for r in range(512)], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------------
 # the per-cycle kernel, vectorized over independent PEs (rows)
 
-class _Lanes:
+class LaneState:
     """Per-lane state of one group for ``n`` independent PEs (arrays of shape (n, lanes)),
     plus the group-mode registers ``eg`` (E_g, has_eg) and ``x`` (the fixed-point sum), shape
     (n,)."""
@@ -254,7 +254,7 @@ class _Lanes:
         self.abe = ea + eb
         self.sigb = mb
         self.ps = sa ^ sb
-        rec = _RECODE[cfg.encoding][np.where(act_a, ma, 0)]
+        rec = RECODE[cfg.encoding][np.where(act_a, ma, 0)]
         # a zero B marks the lane done from the start (spec §1.3); a zero A has no terms
         self.rem = np.where(act_b, rec[..., 0], 0)
         self.negm = rec[..., 1]
@@ -274,11 +274,11 @@ class _Lanes:
 
 def _presented(ln):
     """Per lane: ``(j, t, ts, has)`` of the presented term (digit index, position, sign)."""
-    j = _MSB9[ln.rem]
+    j = MSB9[ln.rem]
     return j, 7 - j, (ln.negm >> j) & 1, (ln.rem != 0) & ~ln.done
 
 
-def _start(ln, acc, cfg, rows=None):
+def start_group(ln, acc, cfg, rows=None):
     """Group mode: the exponent block's work for the PEs in ``rows`` (all when None), once per
     group: ``E_g`` over the lanes' first terms and the accumulator, and ``X`` = the accumulator
     on the ``2**(E_g - F)`` grid (see the module docstring)."""
@@ -297,7 +297,7 @@ def _start(ln, acc, cfg, rows=None):
     ln.x = np.where(rows, x, ln.x)
 
 
-def _step(ln, acc, cfg, mask=None):
+def step_lanes(ln, acc, cfg, mask=None):
     """One PE cycle (spec §3.3) for every row; updates ``ln`` in place, returns the details."""
     zero, sign, exp, sig = acc
     F, dmax, kmax = cfg.frac_bits, cfg.dmax, cfg.kmax
@@ -349,9 +349,9 @@ def _run_group(ln, acc, cfg):
     idx = np.arange(n)
     cur = acc
     if cfg.exp_mode == "group":
-        _start(ln, acc, cfg)
+        start_group(ln, acc, cfg)
     while idx.size:
-        cur, _ = _step(ln, cur, cfg)
+        cur, _ = step_lanes(ln, cur, cfg)
         cycles[idx] += 1
         fin = ln.complete()
         if fin.any():
@@ -428,15 +428,15 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
         (:func:`golden.common.accumulator.check_acc`).
     """
     A, B = group_row(a, b, cfg.lanes)
-    ln = _Lanes(A, B, cfg)
+    ln = LaneState(A, B, cfg)
     cur = acc_arrays(acc, 1, cfg.keep_bits)
     masks = _mask_rows(eligible, cfg.lanes)
     if cfg.exp_mode == "group":
-        _start(ln, cur, cfg)
+        start_group(ln, cur, cfg)
     trace = []
     while True:
         c = len(trace)
-        cur, d = _step(ln, cur, cfg, masks[c] if c < len(masks) else None)
+        cur, d = step_lanes(ln, cur, cfg, masks[c] if c < len(masks) else None)
         new = acc_from_arrays(cur)
         el = d["elig"][0]
         trace.append(CycleTrace(
@@ -457,7 +457,7 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
 
 def _dot(A, B, cfg, acc):
     """Accumulator arrays and cycles per (row, group) of the row-wise dot products."""
-    return run_groups(A, B, cfg, acc, lambda a, b, acc_arr: _run_group(_Lanes(a, b, cfg),
+    return run_groups(A, B, cfg, acc, lambda a, b, acc_arr: _run_group(LaneState(a, b, cfg),
                                                                          acc_arr, cfg))
 
 
@@ -576,4 +576,6 @@ def random_operands(rng: np.random.Generator, n: int, K: int, kind: str = "mix")
 
 __all__ = ["PEConfig", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
            "required_int_bits", "decode_bf16", "pe_group", "pe_dot", "pe_dot_batch",
-           "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands"]
+           "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands",
+           # the term tables and the vectorized per-cycle kernel, shared with the tile model
+           "RECODE", "MSB9", "LaneState", "start_group", "step_lanes"]

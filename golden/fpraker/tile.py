@@ -60,7 +60,7 @@ import numpy as np
 from .. import ConfigError, check_bool, check_int
 from ..common.accumulator import Acc, acc_arrays, decode_bf16, read_out_bits
 from ..common.tile import TileResult, check_tile_operands, gemm_groups
-from .pe import _MSB9, _RECODE, PEConfig, _Lanes, _start, _step
+from .pe import MSB9, RECODE, PEConfig, LaneState, start_group, step_lanes
 
 #: stall causes of :attr:`TileResult.stalls`, in the order the classes are checked
 STALL_CAUSES = ("inter_column", "exponent_block", "shift_range", "lock_step", "no_term")
@@ -146,9 +146,9 @@ def _columns_group(acc, A, B, cfg, pe, counts):
     """
     n, L = A.shape
     R = B.shape[1]
-    ln = _Lanes(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
     act_a, _, _, ma = decode_bf16(A)
-    enc = _RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
+    enc = RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
     offset = (np.arange(R) % 2) if cfg.share_exp else np.zeros(R, dtype=np.int64)
     started = np.zeros((n, R), dtype=bool)
     taken = np.zeros((n, R, L), dtype=bool)
@@ -163,11 +163,11 @@ def _columns_group(acc, A, B, cfg, pe, counts):
         ln.rem = np.repeat(enc, R, axis=0)
         new = (~started) & (offset[None, :] < c)
         if pe.exp_mode == "group" and new.any():
-            _start(ln, cur, pe, rows=new.reshape(-1))
+            start_group(ln, cur, pe, rows=new.reshape(-1))
         started |= new
         done0 = ln.done.reshape(m, R, L).copy()
         mask = (started[:, :, None] & ~taken).reshape(m * R, L)
-        nxt, d = _step(ln, cur, pe, mask)
+        nxt, d = step_lanes(ln, cur, pe, mask)
         st = started.reshape(-1)
         cur = tuple(np.where(st, x, y) for x, y in zip(nxt, cur))
         proc = d["proc"].reshape(m, R, L)
@@ -184,7 +184,7 @@ def _columns_group(acc, A, B, cfg, pe, counts):
         done = ln.done.reshape(m, R, L)
         taken |= proc
         adv = (taken | done).all(axis=1) & (enc != 0)
-        j = _MSB9[enc]
+        j = MSB9[enc]
         enc = np.where(adv, enc & ~(np.int64(1) << j), enc)
         enc = np.where(done.all(axis=1), 0, enc)
         taken &= ~adv[:, None, :]

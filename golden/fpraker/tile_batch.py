@@ -17,11 +17,11 @@ What is compiled (per column instance = one tile row block x one serial row, all
 group after group, the lock-step cycle protocol of :func:`golden.fpraker.tile._columns_group`
 (encoder lanes shared by the column's PEs, ``taken``/``done`` flags, pops and drops, the
 exponent-block skew of ``share_exp``, ``min_cycles``), the PE cycle rules of
-:func:`golden.fpraker.pe._step` / :func:`~golden.fpraker.pe._start` in both exponent modes,
+:func:`golden.fpraker.pe.step_lanes` / :func:`~golden.fpraker.pe.start_group` in both exponent modes,
 ``shift_jam``, ``align_acc`` and NORM_RNE (:func:`golden.common.accumulator.norm_rne`: RNE of
 the signed step sum to ``1.P``, exponent kept modulo ``2**10`` as the ``overflow="wrap"``
 rounding block does), the stall-class counters and the cycles of every (instance, group).  The
-term tables are the NumPy model's own (``_RECODE``, ``_MSB9``).  The B-buffer schedule, the
+term tables are the NumPy model's own (``RECODE``, ``MSB9``).  The B-buffer schedule, the
 stall totals and the bfloat16 read-out stay NumPy (the model's own functions).
 
 Lane sets are kept as int64 bit masks (bit ``i`` = lane ``i``; ``lanes <= 64``).  Two
@@ -46,7 +46,7 @@ import numpy as np
 
 from ..common.accumulator import decode_bf16, read_out_bits
 from ..common.tile import gemm_groups
-from .pe import _MSB9, _RECODE
+from .pe import MSB9, RECODE
 from .tile import STALL_CAUSES, GemmResult, TileConfig, schedule
 
 try:
@@ -458,7 +458,7 @@ def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 20
     sig = np.zeros(n_inst * R, dtype=np.int64)
     gc = np.zeros((n_inst, G), dtype=np.int64)
     cnt = np.zeros((n_inst, len(_COUNTS)), dtype=np.int64)
-    rec = _RECODE[cfg.encoding]
+    rec = RECODE[cfg.encoding]
     rec_rem = np.ascontiguousarray(rec[:, 0])
     rec_negm = np.ascontiguousarray(rec[:, 1])
 
@@ -466,7 +466,7 @@ def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 20
         # writes only the outputs of instances lo .. hi - 1: blocks are independent
         hi = min(n_inst, lo + chunk)
         kernel(Sp, ebP, sgbP, zmP, Mp, R, cfg.share_exp, cfg.exp_mode == "group", pe.frac_bits,
-               pe.keep_bits, pe.kmax, pe.dmax, cfg.min_cycles, rec_rem, rec_negm, _MSB9,
+               pe.keep_bits, pe.kmax, pe.dmax, cfg.min_cycles, rec_rem, rec_negm, MSB9,
                lo, hi, zero, sign, exp, sig, gc, cnt)
         return hi
 
