@@ -3,7 +3,8 @@
 #   make demo       one small unit of each family: Verilog, a quick regression, area/timing, a
 #                   comparison table and a plot (a few minutes)
 #   make paper      every unit at its paper configuration, the papers' tables, tile power and
-#                   speedup on MiniLM, the term-encoder sweep and the 8 x 8 tiles (about 2 hours)
+#                   speedup on MiniLM, the term-encoder sweep and the 8 x 8 tiles; writes
+#                   docs/results.md (about 2 hours)
 #   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
 #                   at its paper and test configurations, synthesis of every unit at a small
 #                   configuration, flow and CLI tests (under 10 minutes on 2 cores)
@@ -61,7 +62,7 @@ demo: setup
 	$(VENV)/bin/trainfab demo
 
 paper: setup
-	$(VENV)/bin/trainfab paper -j $(JOBS)
+	$(VENV)/bin/trainfab paper -j $(JOBS) --markdown docs/results.md
 
 # worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
 PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal

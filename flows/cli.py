@@ -163,7 +163,7 @@ def _area_config(unit):
 def cmd_report(args) -> int:
     from .report import report
 
-    return report(liberty=args.liberty, clock_ns=args.clock_ns)
+    return report(liberty=args.liberty, clock_ns=args.clock_ns, markdown=args.markdown)
 
 
 def _tensor_analyses() -> dict:
@@ -323,7 +323,7 @@ def cmd_demo(args) -> int:
 def cmd_paper(args) -> int:
     from .report import paper
 
-    return paper(seed=args.seed, sim=args.sim, jobs=args.jobs)
+    return paper(seed=args.seed, sim=args.sim, jobs=args.jobs, markdown=args.markdown)
 
 
 def _span(bounds) -> str:
@@ -403,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the standard cells to synthesize onto: osu018 (default) or a .lib path")
     s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
                    help="clock period constraint in ns, 0.01 to 100000 (default 10)")
+    s.add_argument("--markdown", metavar="FILE",
+                   help="also write the report as a stamped results page (commit, date, "
+                        "machine, tool versions) to FILE, e.g. docs/results.md")
     s.set_defaults(func=cmd_report)
 
     analyses = _tensor_analyses()
@@ -491,6 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seed of the quick regressions, {SEED_HELP} (default 1)")
     s.add_argument("-j", "--jobs", type=bounded(int, 1, 64), default=None, metavar="N",
                    help="local processes of the term-encoder sweep (default: one per CPU)")
+    s.add_argument("--markdown", metavar="FILE",
+                   help="when every step passed, also write the summary as a stamped results "
+                        "page (commit, date, machine, tool versions) to FILE (make paper: "
+                        "docs/results.md)")
     s.set_defaults(func=cmd_paper)
     return p
 

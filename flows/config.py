@@ -250,7 +250,7 @@ def describe_fields(unit: Unit) -> str:
               is not None else f"the defaults of {cls.__name__}")
     docs = field_docs(cls)
     lines = [f"{unit.name}: {unit.summary}",
-             f"configuration {unit.config}; defaults: {source}",
+             f"configuration {unit.config_path}; defaults: {source}",
              f"fields (set with --set FIELD=VALUE, or in a [{unit.name}] table of a --config "
              "file):"]
     for f in dataclasses.fields(cls):

@@ -1,9 +1,12 @@
 """The unit registry: one entry per generatable unit, used by the CLI and the tests.
 
 Units are declared by the family modules (:mod:`flows.families`); ``UNITS`` collects them, in
-the families' order.  Entries name their configuration class, component factory and testbench
-module by import path, so that listing units imports nothing heavy and ``hdl`` never imports
-``tb``.
+the families' order.  Entries name their configuration class and component by class name only:
+the module paths follow the layout ``golden|hdl|tb/<family>/<unit>.py`` (a family package
+exports its units' classes, so ``fast.fmac`` with ``config="FMACConfig"`` and
+``component="FMAC"`` resolves to ``golden.fast:FMACConfig`` and ``hdl.fast:FMAC``, and its
+testbench is ``tb.fast.fmac``).  Names are resolved only when used, so listing units imports
+nothing heavy, and ``hdl`` never imports ``tb``.
 """
 
 import dataclasses
@@ -32,12 +35,14 @@ class Unit:
     name: str
     #: one line for ``trainfab list``
     summary: str
-    #: ``module:Class`` of the frozen configuration dataclass (in golden/)
+    #: the frozen configuration dataclass: a class name the family package ``golden.<family>``
+    #: exports (or ``module:Class`` for one outside the layout)
     config: str
-    #: ``module:callable`` building the Amaranth component from a configuration object
+    #: the Amaranth component built from a configuration object: a name the family package
+    #: ``hdl.<family>`` exports (or ``module:callable``)
     component: str
-    #: cocotb test module
-    testbench: str
+    #: cocotb test module (default ``tb.<family>.<unit>``, the layout's place for it)
+    testbench: str = ""
     #: preset (``flows/configs/<preset>.toml``) holding the paper's configuration of this unit
     preset: str
     #: non-default configurations (field overrides) regressed besides the paper configuration
@@ -94,11 +99,26 @@ class Unit:
         """Verilog module name of the generated top level."""
         return self.name.replace(".", "_")
 
+    @property
+    def config_path(self) -> str:
+        """``module:Class`` of the configuration class (:attr:`config` under the layout)."""
+        return in_package(f"golden.{self.family}", self.config)
+
+    @property
+    def component_path(self) -> str:
+        """``module:callable`` of the component (:attr:`component` under the layout)."""
+        return in_package(f"hdl.{self.family}", self.component)
+
+    @property
+    def testbench_module(self) -> str:
+        """The cocotb test module: :attr:`testbench`, or ``tb.<family>.<unit>``."""
+        return self.testbench or f"tb.{self.name}"
+
     def config_class(self):
-        return resolve(self.config)
+        return resolve(self.config_path)
 
     def component_factory(self):
-        return resolve(self.component)
+        return resolve(self.component_path)
 
     def make_config(self, base=None, **overrides):
         """``base`` with ``overrides``, or without ``base`` the configuration class built from
@@ -144,6 +164,12 @@ class Unit:
             if all(cfg != seen for _, seen in configs):
                 configs.append((label, cfg))
         return configs, skipped
+
+
+def in_package(package: str, name: str) -> str:
+    """``module:attribute`` for ``name``: itself when it already names a module, else the
+    attribute ``name`` of ``package`` (a family package of the layout)."""
+    return name if ":" in name else f"{package}:{name}"
 
 
 def resolve(path: str):

@@ -97,7 +97,7 @@ def manifest(unit: Unit, cfg, verilog_text: str, fields: dict) -> dict:
     return {
         "unit": unit.name,
         "top": unit.top,
-        "config_class": unit.config,
+        "config_class": unit.config_path,
         "config": config_dict(cfg),
         "ports": port_list,
         "tools": versions(),

@@ -351,9 +351,9 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     sim = sim or "icarus"
     if sim not in SIMULATORS:
         raise FlowError(f"unknown simulator {sim!r}; choose one of {', '.join(SIMULATORS)}")
-    tb = import_module(unit.testbench)
+    tb = import_module(unit.testbench_module)
     if not hasattr(tb, "power_run"):
-        raise FlowError(f"{unit.name}: its testbench {unit.testbench} has no power_run test "
+        raise FlowError(f"{unit.name}: its testbench {unit.testbench_module} has no power_run test "
                         f"(the contract is in flows/eda/power.py)")
     final = check_output(outdir or build_dir() / "power" / unit.name)
     if operands is not None and str(operands) in MODEL_OPERANDS:
@@ -504,7 +504,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
             "energy_per_group_pj": round(total_w * cycles * period_s / n_groups * 1e12, 4),
             "activity_source": {
                 "method": f"zero-delay gate-level simulation of the mapped netlist ({sim}), "
-                          f"cocotb test power_run of {unit.testbench}",
+                          f"cocotb test power_run of {unit.testbench_module}",
                 "simulator": sim, "cycles": cycles, "window_ps": [window["start_ps"],
                                                                   window["end_ps"]],
                 "testbench_facts": {k: v for k, v in window.items()

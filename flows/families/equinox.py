@@ -18,8 +18,7 @@ UNITS = (
          summary="Equinox weight-stationary hbfp8 systolic array: n x n PEs of w 8-bit MACs, "
                  "input skew, exponent adder and FIFO, bf16 normalizers, just-in-time weight "
                  "reload",
-         config="golden.equinox:ArrayConfig", component="hdl.equinox:SystolicArray",
-         testbench="tb.equinox.array", preset="equinox-paper",
+         config="ArrayConfig", component="SystolicArray", preset="equinox-paper",
          extra_configs=({"n": 2, "w": 2}, {"n": 3, "w": 8}, {"n": 2, "w": 3, "conv_lat": 2}),
          test_sizes={"quick": 200, "standard": 2000, "full": 20000},
          synth_overrides={"n": 2, "w": 2},
@@ -27,8 +26,7 @@ UNITS = (
     Unit(name="equinox.quantizer",
          summary="Equinox FP32/bf16 -> hbfp8 block quantizer: max exponent, floor/rne/rtz/"
                  "stochastic rounding (LFSR or injected random bits), one block per cycle",
-         config="golden.equinox:QuantizerConfig", component="hdl.equinox:Quantizer",
-         testbench="tb.equinox.quantizer", preset="equinox-paper",
+         config="QuantizerConfig", component="Quantizer", preset="equinox-paper",
          extra_configs=({"rounding": "rne"}, {"rounding": "rtz"}, {"rounding": "stoch"},
                         {"in_fmt": "bf16", "rounding": "rne", "w": 3, "m": 4},
                         {"rounding": "stoch", "rbits": 5, "m": 16, "w": 1},
@@ -38,8 +36,7 @@ UNITS = (
     Unit(name="equinox.dispatcher",
          summary="Equinox request + instruction dispatcher: inference/training queues, "
                  "adaptive batching with null padding, PRIORITY/FAIR/INF_ONLY issue policy",
-         config="golden.equinox:DispatchConfig", component="hdl.equinox:Dispatcher",
-         testbench="tb.equinox.dispatcher", preset="equinox-paper",
+         config="DispatchConfig", component="Dispatcher", preset="equinox-paper",
          extra_configs=(
              # TV16 itself
              {"b_inf": 2, "thresh": 2, "t_batch": 6, "inf_len": 4, "trn_len": 12},
@@ -61,7 +58,7 @@ ARRAY_SHAPES = ((2, 2), (4, 1), (2, 4), (4, 2), (8, 1))
 
 PARTS = tuple(
     Part(name=f"equinox.array/pe-w{w}", unit="equinox.array",
-         component="hdl.equinox.array:PE", overrides={"w": w},
+         component="PE", overrides={"w": w},
          summary=f"one PE of w = {w}: {w} signed 8 x 8 multipliers, adder tree, 24-bit "
                  "accumulator adder, weight and psum registers")
     for w in PE_WIDTHS

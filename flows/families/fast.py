@@ -70,8 +70,7 @@ def fast_table(scale: int = 1, seed: int = 0) -> str:
 UNITS = (
     Unit(name="fast.converter",
          summary="FAST FP32 -> BFP converter: 16 lanes, LFSR stochastic rounding, 3 stages",
-         config="golden.fast.numerics:ConverterConfig", component="hdl.fast:Converter",
-         testbench="tb.fast.converter", preset="fast-paper",
+         config="ConverterConfig", component="Converter", preset="fast-paper",
          extra_configs=({"m": 2}, {"group": 5, "m": 6}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"group": 4},
@@ -79,8 +78,7 @@ UNITS = (
     Unit(name="fast.fmac",
          summary="FAST fMAC: 16 2b x 2b multipliers, FP generator, FP32 accumulator; "
                  "(mx/2)(my/2) cycles per group pair",
-         config="golden.fast.numerics:FMACConfig", component="hdl.fast:FMAC",
-         testbench="tb.fast.fmac", preset="fast-paper",
+         config="FMACConfig", component="FMAC", preset="fast-paper",
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
          test_sizes={"quick": 12, "standard": 60, "full": 10000},
          synth_overrides={"group": 4, "m_max": 4},
@@ -91,8 +89,7 @@ UNITS = (
     Unit(name="fast.array",
          summary="FAST fMAC systolic array: rows x cols fMAC cells, FWD / BWD-DATA / WGRAD "
                  "dataflows at run time, input skew, output deskew",
-         config="golden.fast.array:FMACArrayConfig", component="hdl.fast:FMACArray",
-         testbench="tb.fast.array", preset="fast-paper",
+         config="FMACArrayConfig", component="FMACArray", preset="fast-paper",
          extra_configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2},
                         {"rows": 1, "cols": 3, "group": 3, "m_max": 8},
                         {"rows": 2, "cols": 1, "m_max": 2}),
@@ -106,7 +103,7 @@ PARTS = (
     Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
          summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
          paper="1x (FAST Table IV, 0.885 mW)", breakdown=True),
-    Part(name="fast.array/cell", unit="fast.array", component="hdl.fast.array:ArrayCell",
+    Part(name="fast.array/cell", unit="fast.array", component="ArrayCell",
          summary="one cell of the fMAC array: the fMAC datapath with its stationary, moving "
                  "and partial-sum registers"),
 )

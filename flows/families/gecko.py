@@ -17,7 +17,7 @@ from ..studies.tensors import TensorAnalysis
 ORDER = 30
 
 #: every Gecko unit shares the configuration class, preset, effort sizes and small synthesis
-_GECKO = dict(config="golden.gecko.codec:GeckoConfig", preset="gecko-paper",
+_GECKO = dict(config="GeckoConfig", preset="gecko-paper",
               test_sizes={"quick": 600, "standard": 10000, "full": 50000},
               synth_overrides={"lanes": 2, "fmt": "bf16"},
               runtime_fields=("man_width", "sign_en", "fixed_width"))
@@ -27,20 +27,20 @@ _NARROW_FIXED = {"lanes": 3, "man_width": 5, "fixed_width": 4}
 UNITS = (
     Unit(name="gecko.compressor",
          summary="Gecko compressor: a row of FP32/bf16 values per cycle to lane words",
-         component="hdl.gecko.compressor:GeckoCompressor", testbench="tb.gecko.compressor",
+         component="GeckoCompressor",
          extra_configs=({"fmt": "bf16", "man_width": 3, "sign_en": False},
                         _NARROW_FIXED),
          demo_config={"lanes": 2, "fmt": "bf16"},
          paper="31,575.60 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.decompressor",
          summary="Gecko decompressor: lane words + metadata to a row of values per cycle",
-         component="hdl.gecko.decompressor:GeckoDecompressor", testbench="tb.gecko.decompressor",
+         component="GeckoDecompressor",
          extra_configs=({"fmt": "bf16", "man_width": 2}, _NARROW_FIXED),
          demo_config={"lanes": 2, "fmt": "bf16"},
          paper="37,133.28 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.loopback",
          summary="Gecko compressor feeding a decompressor (end-to-end check)",
-         component="hdl.gecko.loopback:GeckoLoopback", testbench="tb.gecko.loopback",
+         component="GeckoLoopback",
          extra_configs=({"fmt": "bf16", "man_width": 4}, _NARROW_FIXED),
          **_GECKO),
 )
