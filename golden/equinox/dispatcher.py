@@ -429,20 +429,10 @@ def dispatch_run(cfg: DispatchConfig, inf_arrivals, trn_arrivals, cycles: int, c
             tbatch = trnq.popleft()
             t_start[tbatch] = t
             ta, tpc = True, 0
-        if sel == INF:
-            ipc += 1
-            last_t = False
-            if ipc == li:
-                itail = lag - 1
-        elif ia and ipc == li and itail:
-            itail -= 1
-        if sel == TRN:
-            tpc += 1
-            last_t = True
-            if tpc == lt:
-                ttail = lag - 1
-        elif ta and tpc == lt and ttail:
-            ttail -= 1
+        ipc, itail = _step_program(sel == INF, ia, ipc, li, itail, lag)
+        tpc, ttail = _step_program(sel == TRN, ta, tpc, lt, ttail, lag)
+        if sel != NONE:
+            last_t = sel == TRN
         if iacc is not None:
             infq.append(iacc)
             i_acc[iacc] = t
@@ -462,6 +452,19 @@ def dispatch_run(cfg: DispatchConfig, inf_arrivals, trn_arrivals, cycles: int, c
                        issue=np.frombuffer(bytes(issue_log), dtype=np.uint8),
                        mode=np.frombuffer(bytes(mode_log), dtype=np.uint8),
                        waiting=np.asarray(wait_log, dtype=np.int64), records=recs)
+
+
+def _step_program(issued: bool, active: bool, pc: int, length: int, tail: int, lag: int):
+    """One cycle of a stream's program counter and completion tail: an issued instruction
+    advances ``pc``, and the program's last one starts the ``lag - 1`` cycles of tail, which
+    count down while the stream is active and issues nothing.  Returns ``(pc, tail)``."""
+    if issued:
+        pc += 1
+        if pc == length:
+            tail = lag - 1
+    elif active and pc == length and tail:
+        tail -= 1
+    return pc, tail
 
 
 def dispatch_trace(cfg: DispatchConfig, inf_arrivals, trn_arrivals, cycles: int,

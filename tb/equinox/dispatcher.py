@@ -98,6 +98,24 @@ def _read_batch(ports, name, b_inf, where):
     return mask, tags
 
 
+def _batch_slots(ports, name, b_inf, where, pool, what):
+    """The requests of an inference batch port whose ``valid`` is high, each slot's tag taken
+    out of ``pool`` (tag -> request; a tag not in it fails with ``what``).  Returns the
+    ``[(tag, request)]`` of the filled slots and every slot's name (``r<k>`` or ``null``), as
+    the golden events spell them."""
+    mask, tags = _read_batch(ports, name, b_inf, where)
+    taken, names = [], []
+    for i in range(b_inf):
+        if (mask >> i) & 1:
+            k = pool.pop(tags[i], None)
+            assert k is not None, f"{where}: {what} tag {tags[i]}"
+            taken.append((tags[i], k))
+            names.append(f"r{k}")
+        else:
+            names.append("null")
+    return taken, names
+
+
 async def replay(dut, cfg, inf, trn, cycles, full=None, where=""):
     """Reset, then drive the host and ``cmdq_full`` for the golden run of these arrivals and
     compare every cycle; returns the :class:`Bookkeeping` (after its end-of-run checks) and
@@ -146,16 +164,9 @@ async def replay(dut, cfg, inf, trn, cycles, full=None, where=""):
 
         events = []
         if uint(p.batch["inf_done"][0]):
-            mask, tags = _read_batch(p, "inf_done", b, at)
-            names = []
-            for i in range(b):
-                if (mask >> i) & 1:
-                    k = book.executing.pop(tags[i], None)
-                    assert k is not None, f"{at}: completion of tag {tags[i]}, not executing"
-                    book.completed.append(k)
-                    names.append(f"r{k}")
-                else:
-                    names.append("null")
+            taken, names = _batch_slots(p, "inf_done", b, at, book.executing,
+                                        "completion of a request not executing,")
+            book.completed += [k for _, k in taken]
             assert not book.executing, f"{at}: batch completed without {book.executing}"
             events.append(f"done I[{','.join(names)}]")
         if uint(p.train["trn_done"][0]):
@@ -165,16 +176,9 @@ async def replay(dut, cfg, inf, trn, cycles, full=None, where=""):
             book.trn_completed.append(book.trn_started[-1][0])
             events.append("done T")
         if uint(p.batch["inf_start"][0]):
-            mask, tags = _read_batch(p, "inf_start", b, at)
-            names = []
-            for i in range(b):
-                if (mask >> i) & 1:
-                    k = book.sent.pop(tags[i], None)
-                    assert k is not None, f"{at}: batch starts tag {tags[i]}, never accepted"
-                    book.executing[tags[i]] = k
-                    names.append(f"r{k}")
-                else:
-                    names.append("null")
+            taken, names = _batch_slots(p, "inf_start", b, at, book.sent,
+                                        "batch starts a request never accepted,")
+            book.executing.update(taken)
             events.append(f"start I[{','.join(names)}]")
         if uint(p.train["trn_start"][0]):
             tag = uint(p.train["trn_start"][1])
