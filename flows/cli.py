@@ -228,6 +228,8 @@ def cmd_study(args) -> int:
         return _study_hbfp(args)
     if args.study == "fast-time":
         return _study_fast_time(args)
+    if args.study == "fpraker-rows":
+        return _study_fpraker_rows(args)
     if args.run is not None:
         raise FlowError(f"study {args.study} takes no RUN folder")
     return _study_dispatch(args)
@@ -266,6 +268,33 @@ def _study_fast_time(args) -> int:
         fast_time_study(Path(args.run), work)
     print((out / "fast_time.md").read_text())
     print(f"written: {out / 'fast_time.md'}, {out / 'fast_time.json'}, {out / 'widths.png'}")
+    return 0
+
+
+def _study_fpraker_rows(args) -> int:
+    from . import progress
+    from .config import parse_set
+    from .runs import check_output, staged
+    from .studies.fpraker_rows import ROWS, SYNCS, fpraker_rows_study
+
+    fixed = [parse_set(item)[0] for item in args.sets]
+    for name in ("rows", "cols", "sync"):
+        if name in fixed:
+            raise FlowError(f"--set {name}: the study varies rows ({', '.join(map(str, ROWS))}) "
+                            f"and sync ({', '.join(SYNCS)}) at 8 columns")
+    cfg = load_config(registry.get("fpraker.tile"), args.config, args.sets)
+    if args.run is not None and not Path(args.run).is_dir():
+        raise FlowError(f"study fpraker-rows: {args.run} is not a folder; give a capture "
+                        "folder of `trainfab train --capture` or nothing (synthetic operands)")
+    out = check_output(_study_output(args, "fpraker-rows"))
+    with staged(out) as work, progress.bar(None, "fpraker-rows", "tile runs") as bar:
+        def step(done, total, what):
+            bar.set_total(total)
+            bar.set(done, what)
+        fpraker_rows_study(cfg, work, capture=args.run, seed=args.seed, progress=step)
+    print((out / "fpraker_rows.md").read_text())
+    print(f"written: {out / 'fpraker_rows.md'}, {out / 'fpraker_rows.json'}, "
+          f"{out / 'fpraker_rows.png'}")
     return 0
 
 
@@ -413,7 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ".safetensors) or of a training capture folder (per epoch and kind): " + "; ".join(f"{a.name}: {a.summary}"
                                                      for a in analyses.values()))
     s.add_argument("file", help="a tensor file, or a capture folder of `trainfab train --capture`")
-    s.add_argument("--analysis", choices=list(analyses), default=next(iter(analyses), None),
+    default = next((a.name for a in analyses.values() if a.default), next(iter(analyses), None))
+    s.add_argument("--analysis", choices=list(analyses), default=default,
                    help="which statistic (default: %(default)s)")
     for analysis in analyses.values():
         for flags, kwargs in analysis.options:
@@ -428,10 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("study", help="studies: 'dispatch' = Equinox scheduler p99 latency and "
                        "training throughput vs inference load, per policy; 'hbfp' = HBFP "
                        "dot-product error vs mantissa, block and accumulator width; 'fast-time' "
-                       "= FAST's training time and width map of a `trainfab train` run")
-    s.add_argument("study", choices=["dispatch", "hbfp", "fast-time"], help="which study")
+                       "= FAST's training time and width map of a `trainfab train` run; "
+                       "'fpraker-rows' = FPRaker tile cycles per group for 1, 2, 4 and 8 rows "
+                       "under both column synchronizations")
+    s.add_argument("study", choices=["dispatch", "hbfp", "fast-time", "fpraker-rows"],
+                   help="which study")
     s.add_argument("run", nargs="?", metavar="RUN",
-                   help="fast-time: the output folder of a `trainfab train` run with `fast`")
+                   help="fast-time: the output folder of a `trainfab train` run with `fast`; "
+                        "fpraker-rows: a capture folder of `trainfab train --capture` "
+                        "(default: synthetic operands)")
     _config_args(s)
     s.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
                    help="dispatch: offered inference loads, fractions of the inference-only "

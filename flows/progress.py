@@ -98,6 +98,12 @@ class Bar:
                 self.bar.set_postfix_str(postfix, refresh=False)
             self.bar.refresh()
 
+    def set_total(self, total) -> None:
+        """Change the bar's total (a run that learns its size once it has started)."""
+        if self.bar is not None and self.bar.total != total:
+            self.bar.total = total
+            self.bar.refresh()
+
     def set_postfix(self, text: str | None = None, **fields) -> None:
         """The text after the bar: ``text``, or ``key=value`` pairs."""
         if self.bar is not None:

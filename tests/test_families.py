@@ -19,8 +19,9 @@ def test_families_are_discovered_in_a_fixed_order():
     names = [families.family_name(m) for m in families.modules()]
     assert names[:3] == ["fpraker", "baseline", "gecko"]
     assert [m.__name__ for m in families.discover()] == [m.__name__ for m in families.modules()]
-    assert list(registry.UNITS)[:4] == ["fpraker.encoder", "fpraker.pe", "fpraker.tile",
-                                        "baseline.bf16_pe"]
+    assert list(registry.UNITS)[:7] == ["fpraker.encoder", "fpraker.pe", "fpraker.tile",
+                                        "fpraker.bdc_encoder", "fpraker.bdc_decoder",
+                                        "fpraker.bdc_loopback", "baseline.bf16_pe"]
     for unit in registry.UNITS.values():
         assert unit.family in names
 
@@ -36,7 +37,8 @@ def test_declarations_reach_the_flows():
     assert papers["fpraker.pe/core"].startswith("4,752") and "gecko.compressor" in papers
     assert [b.name for b in families.benches()][:4] == ["fpraker.pe", "fpraker.tile",
                                                        "fpraker.exp_modes", "gecko"]
-    assert [a.name for a in families.tensor_analyses()] == ["gecko", "hbfp"]
+    assert [a.name for a in families.tensor_analyses()] == ["bdc", "gecko", "hbfp"]
+    assert [a.name for a in families.tensor_analyses() if a.default] == ["gecko"]
 
 
 def test_comparison_ratios_counts_and_shares():
@@ -66,6 +68,31 @@ def test_unit_declarations_are_valid(unit_name):
     sizes = [unit.test_sizes[e] for e in EFFORTS]
     assert sizes == sorted(sizes) and sizes[0] > 0
     assert unit.sim in simulate.SIMULATORS
+
+
+def test_units_follow_the_layout():
+    """Every unit's classes resolve through the layout ``golden|hdl|tb/<family>/<unit>.py``:
+    the configuration class and the component live in their family's packages, the testbench
+    is ``tb/<family>/<unit>.py``; only the shared library (``common``), whose modules are named
+    by what they hold, spells module paths."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(registry.__file__).resolve().parents[1]
+    for unit in registry.UNITS.values():
+        explicit = [f for f in (unit.config, unit.component, unit.testbench)
+                    if ":" in f or (f and f == unit.testbench)]
+        assert not explicit or unit.family == "common", (unit.name, explicit)
+        assert unit.config_class().__module__.startswith(f"golden.{unit.family}."), unit.name
+        assert unit.component_factory().__module__.startswith(f"hdl.{unit.family}."), unit.name
+        spec = importlib.util.find_spec(unit.testbench_module)
+        assert spec is not None, unit.name
+        assert Path(spec.origin).resolve().parent == root / "tb" / unit.family, unit.name
+    for part in families.parts():
+        if part.component:
+            assert ":" not in part.component, part.name
+            assert part.component_factory().__module__.startswith(
+                f"hdl.{part.unit.split('.')[0]}."), part.name
 
 
 def test_test_configs_labels_base_and_duplicates():

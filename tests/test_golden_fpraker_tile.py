@@ -1,6 +1,6 @@
 """Golden FPRaker tile (golden.fpraker.tile) and the PE's group exponent mode: spec TV14, TV15,
 TV18 (tolerance against exact rationals), the group mode's integer headroom, the GEMM mapping,
-and input checks."""
+the independent column protocol (every PE equals the standalone PE), and input checks."""
 
 from fractions import Fraction
 
@@ -12,7 +12,7 @@ from golden.common import bf16_to_float
 from golden.fpraker.pe import (Acc, PEConfig, pe_dot_batch, pe_dot_batch_acc, pe_group,
                                random_operands)
 from golden.fpraker.gemm import tile_gemm
-from golden.fpraker.tile import STALL_CAUSES, TileConfig, schedule, tile_run
+from golden.fpraker.tile import SYNCS, STALL_CAUSES, TileConfig, schedule, tile_run
 from golden.fpraker.encoder import encode_terms
 
 MODES = ("step", "group")
@@ -28,12 +28,13 @@ def _tile_ops(rng, R, C, G, kind="mix", L=8):
     return A.reshape(C, G, L), B.reshape(R, G, L)
 
 
+@pytest.mark.parametrize("sync", SYNCS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("share", [True, False])
-def test_tv14_exponent_sharing_cycles(mode, share):
+def test_tv14_exponent_sharing_cycles(mode, share, sync):
     """TV14: A = 8 x 1.0 against any non-zero B: 2 cycles with sharing, 1 without; all-zero A
     the same (at least 2 cycles per group with sharing, even with no term)."""
-    cfg = TileConfig(rows=2, cols=1, share_exp=share, exp_mode=mode)
+    cfg = TileConfig(rows=2, cols=1, share_exp=share, exp_mode=mode, sync=sync)
     want = 2 if share else 1
     B = np.full((2, 1, 8), 0x4000)
     for a in (0x3F80, 0x0000):
@@ -61,8 +62,9 @@ def test_tv15a_single_row_equals_standalone_pe(mode):
         assert (r.group_cycles == gc).all(), kind
 
 
+@pytest.mark.parametrize("sync", SYNCS)
 @pytest.mark.parametrize("mode", MODES)
-def test_tv15_buffers_and_termination(mode):
+def test_tv15_buffers_and_termination(mode, sync):
     """TV15 (b) N = 0 is the sum of the slowest column's group times; (c) more B buffers never
     slow the tile; (d) every column group ends within R * sum(n_i) + R * 8 + 2 cycles; the
     lane-cycle classes add up to cycles x PEs x lanes."""
@@ -73,7 +75,8 @@ def test_tv15_buffers_and_termination(mode):
         A, B = _tile_ops(rng, R, C, G, ("mix", "relu", "narrow")[trial % 3])
         totals = []
         for n in (0, 1, 2):
-            r = tile_run(A, B, TileConfig(rows=R, cols=C, b_buffers=n, exp_mode=mode))
+            r = tile_run(A, B, TileConfig(rows=R, cols=C, b_buffers=n, exp_mode=mode,
+                                          sync=sync))
             totals.append(r.cycles)
             assert r.useful + sum(r.stalls.values()) == r.lane_cycles == r.cycles * R * C * 8
             assert set(r.stalls) == set(STALL_CAUSES)
@@ -83,6 +86,74 @@ def test_tv15_buffers_and_termination(mode):
         terms = np.vectorize(lambda x: 0 if (x >> 7) & 0xFF == 0 else
                              len(encode_terms(128 | (x & 0x7F))))(A).sum(axis=2)
         assert (r.group_cycles <= R * terms + R * 8 + 2).all()
+
+
+def _standalone(A, B, cfg):
+    """Every PE of a tile run as the standalone PE (``cfg.pe``): read-outs (rows, cols) and
+    cycles of every group (cols, rows, groups)."""
+    C, G, L = A.shape
+    R = B.shape[0]
+    flatA = np.repeat(A.reshape(C, G * L), R, axis=0)        # PE (c, r) at c * R + r
+    flatB = np.tile(B.reshape(R, G * L), (C, 1))
+    out, _ = pe_dot_batch(flatA, flatB, cfg.pe)
+    _, gc = pe_dot_batch_acc(flatA, flatB, cfg.pe)
+    return out.reshape(C, R).T, gc.reshape(C, R, G)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("share", [True, False])
+def test_independent_equals_standalone_pe(mode, share):
+    """sync = "independent" (spec §5.3 [C']): every PE's read-out equals the standalone PE's
+    (same exponent mode) on its own operands, PE by PE, and a column's group takes
+    max(min_cycles, max over its rows of (start offset + the standalone PE's cycles)): with
+    ``share_exp`` max(n_2j, 1 + n_2j+1) over the row pairs.  The lane-cycles add up, with no
+    lock-step stall; a PE's idle cycles after its own group are ``column_wait``."""
+    rng = np.random.default_rng(21 + share)
+    for trial, kind in enumerate(("mix", "relu", "wide", "cancel", "uniform", "narrow")):
+        R, C, G = (3, 4, 6) if trial % 2 else (8, 2, 5)
+        cfg = TileConfig(rows=R, cols=C, share_exp=share, exp_mode=mode, sync="independent",
+                         b_buffers=trial % 3)
+        A, B = _tile_ops(rng, R, C, G, kind)
+        r = tile_run(A, B, cfg)
+        out, gc = _standalone(A, B, cfg)
+        assert (r.out == out).all(), kind
+        off = np.array([r_ % 2 if share else 0 for r_ in range(R)])
+        fin = gc + off[None, :, None]
+        want = np.maximum(fin.max(axis=1), 2 if share else 1)
+        assert (r.group_cycles == want).all(), kind
+        if share and R % 2 == 0:
+            pairs = np.maximum(gc[:, 0::2], 1 + gc[:, 1::2]).max(axis=1)
+            assert (r.group_cycles == pairs).all(), kind
+        assert r.stalls["lock_step"] == 0
+        assert r.useful + sum(r.stalls.values()) == r.lane_cycles == r.cycles * R * C * 8
+        waits = (want[:, None, :] - fin).sum() * 8
+        assert r.stalls["column_wait"] == waits, kind
+        assert r.stalls["exponent_block"] == (C * G * (R // 2) * 8 if share else 0)
+
+
+def test_independent_differs_from_lockstep():
+    """The two protocols are different machines: on random data lock-step changes some PE's
+    result (its rounding follows its neighbours' stalls) and the column group times, and it
+    alone has lock-step stalls."""
+    rng = np.random.default_rng(4)
+    A, B = _tile_ops(rng, 8, 8, 16, "normal")
+    lock = tile_run(A, B, TileConfig())
+    indep = tile_run(A, B, TileConfig(sync="independent"))
+    assert (lock.out != indep.out).any()
+    assert (lock.group_cycles != indep.group_cycles).any()
+    assert lock.stalls["lock_step"] > 0 and lock.stalls["column_wait"] == 0
+    assert indep.stalls["lock_step"] == 0 and indep.stalls["column_wait"] > 0
+    out, _ = _standalone(A, B, TileConfig(sync="independent"))
+    assert (indep.out == out).all() and (lock.out != out).any()
+
+
+def test_sync_config_error():
+    """An unknown protocol is a ConfigError naming the field and the allowed values."""
+    assert TileConfig().sync == "lockstep"
+    for bad in ("lock-step", "", True, None):
+        with pytest.raises(ConfigError, match=r"sync.*'lockstep', 'independent'") as e:
+            TileConfig(sync=bad)
+        assert e.value.field == "sync"
 
 
 def test_schedule_run_ahead():
@@ -96,14 +167,16 @@ def test_schedule_run_ahead():
     assert start.tolist() == [[0, 5, 6], [0, 5, 6]] and total == 11
 
 
+@pytest.mark.parametrize("sync", SYNCS)
 @pytest.mark.parametrize("mode", MODES)
-def test_tv18_error_bound_against_exact(mode):
+def test_tv18_error_bound_against_exact(mode, sync):
     """TV18: |y - exact| <= 2**-7 * sum|a b| for random N(0,1) bfloat16 operands, K = 64, in
-    every PE of a tile (both exponent modes); also ReLU data, as the speedup study's."""
+    every PE of a tile (both exponent modes, both column protocols); also ReLU data, as the
+    speedup study's."""
     rng = np.random.default_rng(11)
     for kind in ("normal", "relu"):
         A, B = _tile_ops(rng, 4, 4, 8, kind)
-        r = tile_run(A, B, TileConfig(rows=4, cols=4, exp_mode=mode))
+        r = tile_run(A, B, TileConfig(rows=4, cols=4, exp_mode=mode, sync=sync))
         for i in range(4):
             for c in range(4):
                 a, b = A[c].reshape(-1), B[i].reshape(-1)

@@ -4,7 +4,10 @@ Each case replaces one block of ``fpraker.tile`` with a copy whose ports are rew
 (:class:`mutantutil.Patched`) — an exponent block that forgets the CSD lead carry, PEs that
 ignore the B-zero done flags, odd rows served in the same cycle as even rows (no exponent-block
 sharing), a column encoder lane that pops as soon as one PE has taken its term — and runs the
-testbench at quick effort on a 2 x 2 tile: the named cocotb tests must fail.
+testbench at quick effort on a 2 x 2 tile: the named cocotb tests must fail.  Under
+``sync = "independent"`` the broken blocks are a PE's term selector (cursors that keep the
+previous group's position, terms that lose their sign, a last term not flagged, terms dropped
+when the shift window holds them) and a column that ends its group before all its PEs finished.
 """
 
 import pytest
@@ -14,6 +17,7 @@ from golden.fpraker.tile import TileConfig
 from mutantutil import Patched, run_failed
 
 CFG = TileConfig(rows=2, cols=2)
+CFG_INDEP = TileConfig(rows=2, cols=2, sync="independent")
 
 
 class NoLeadCarry(Patched):
@@ -42,6 +46,54 @@ class PopOnAnyTake(Patched):
 
     def patch(self, m, inner):
         return [inner.taken_all.eq(self.taken_all | self.done_all | 0xFF)]
+
+
+class CursorNotReset(Patched):
+    real = tile.TermSelector
+
+    def patch(self, m, inner):
+        return [inner.first.eq(0)]
+
+
+class TermSignLost(Patched):
+    real = tile.TermSelector
+
+    def patch(self, m, inner):
+        return [self.neg.eq(0)]
+
+
+class LastTermNotFlagged(Patched):
+    real = tile.TermSelector
+
+    def patch(self, m, inner):
+        return [self.last.eq(0)]
+
+
+class PopWhenPresented(Patched):
+    real = tile.TermSelector
+
+    def patch(self, m, inner):
+        return [inner.pop.eq(self.valid)]
+
+
+class ColumnEndsEarly(Patched):
+    real = tile.TileColumn
+
+    def patch(self, m, inner):
+        return [inner.fin_all.eq(1)]
+
+
+@pytest.mark.parametrize("block, mutant, failing", [
+    ("TermSelector", CursorNotReset, {"random_reductions"}),
+    ("TermSelector", TermSignLost, {"random_reductions"}),
+    ("TermSelector", LastTermNotFlagged, {"random_reductions"}),
+    ("TermSelector", PopWhenPresented, {"random_reductions"}),
+    ("TileColumn", ColumnEndsEarly, {"random_reductions"}),
+])
+def test_mutant_fails_independent(block, mutant, failing, monkeypatch, tb_options):
+    monkeypatch.setattr(tile, block, mutant)
+    failed = set(run_failed("fpraker.tile", CFG_INDEP, None, tb_options))
+    assert failing <= failed, f"{mutant.__name__}: failing tests {sorted(failed)}"
 
 
 @pytest.mark.parametrize("block, mutant, failing", [

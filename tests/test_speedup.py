@@ -429,3 +429,99 @@ def test_minilm_embeddings_are_sensible_and_quick_study_runs(full, tmp_path, cap
     assert code == 0, err
     res = json.loads((tmp_path / "q" / "speedup.json").read_text())
     assert len(res["records"]) == 12 and set(res["summary"]) == {"given", "swapped"}
+
+
+# --- the speedup's split (ablations and the memory model)
+
+
+def test_zero_value_operand_keeps_zeros_and_fills_every_other_significand():
+    S = np.array([[0x0000, 0x8000, 0x0001, 0x3F80, 0xBF81, 0x4000]], dtype=np.uint16)
+    Z = speedup.zero_value_operand(S)
+    # zeros and denormals (exponent field 0) stay; others keep sign and exponent, mantissa 1s
+    assert Z.tolist() == [[0x0000, 0x8000, 0x0001, 0x3FFF, 0xBFFF, 0x407F]]
+
+
+def _split_record(base, fpr, zv, no_ob, nbytes, bdc_bytes):
+    return {"baseline_cycles": base, "fpraker_cycles": fpr, "cycles_zero_value": zv,
+            "cycles_no_ob": no_ob, "offchip_bytes": nbytes, "offchip_bdc_bytes": bdc_bytes}
+
+
+def test_speedup_split_from_its_definitions():
+    f, bw = speedup.CLOCK_HZ, speedup.DRAM_BYTES_PER_S
+    # one compute-bound GEMM: 8 baseline tiles take 8000 cycles / 8, 36 FPRaker tiles 9000/36
+    big = _split_record(8000, 9000, 36000, 18000, 1e-9 * bw, 0.5e-9 * bw)
+    s = speedup.speedup_split([big])
+    assert s["full"] == pytest.approx((8000 / 8) / (9000 / 36))      # 4.0
+    assert s["no_ob"] == pytest.approx((8000 / 8) / (18000 / 36))    # 2.0
+    assert s["zero_value"] == pytest.approx((8000 / 8) / (36000 / 36))  # 1.0
+    assert s["split"]["zero terms"] == pytest.approx(1.0)
+    assert s["split"]["out-of-bounds"] == pytest.approx(2.0)
+    assert s["memory"] == pytest.approx(s["full"]) and s["split"]["BDC"] == pytest.approx(0)
+    assert s["memory_bound"] == 0 and s["bdc_ratio"] == pytest.approx(0.5)
+    # a memory-bound GEMM: transfer 1 ms in bf16, 0.5 ms under BDC, compute far less
+    small = _split_record(80, 90, 360, 180, 1e-3 * bw, 0.5e-3 * bw)
+    s = speedup.speedup_split([small])
+    assert s["memory"] == pytest.approx(1.0) and s["memory_bound"] == 1.0
+    t_fpr_bdc = max(90 / 36 / f, 0.5e-3)
+    assert s["memory_bdc"] == pytest.approx(1e-3 / t_fpr_bdc)        # 2.0
+    assert s["split"]["BDC"] == pytest.approx(1.0)
+    # over several GEMMs: times add before the ratio
+    s = speedup.speedup_split([big, small])
+    t_base = max(8000 / 8 / f, 1e-9) + max(80 / 8 / f, 1e-3)
+    t_fpr = max(9000 / 36 / f, 1e-9) + max(90 / 36 / f, 1e-3)
+    assert s["memory"] == pytest.approx(t_base / t_fpr)
+    assert speedup.speedup_split([big, {"baseline_cycles": 1}]) is None
+
+
+def test_breakdown_on_the_real_tile_model():
+    """All-ones significands: binary encoding without OB skipping processes all 8 positions,
+    so the zero-value ablation equals the no-OB run of the binary tile, and every group with
+    a non-zero value takes at least 8 cycles."""
+    import dataclasses
+
+    from golden.fpraker.tile import TileConfig
+
+    rng = np.random.default_rng(3)
+    cfg = TileConfig(rows=2, cols=2)
+    exps = rng.integers(120, 130, size=(4, 16)).astype(np.uint16)
+    S = ((exps << 7) | 0x7F | (rng.integers(0, 2, size=(4, 16)) << 15)).astype(np.uint16)
+    S[0, :8] = 0  # a zero group in the first column's first run
+    P = _bf16(rng.normal(size=(4, 16)))
+    r = speedup.study_gemm("g", "given", S, P, cfg, breakdown=True)
+    ab = speedup.ablation_configs(cfg)
+    assert ab["zero_value"].encoding == "binary" and ab["no_ob"].encoding == cfg.encoding
+    binary = dataclasses.replace(ab["zero_value"])
+    from golden.fpraker.gemm import tile_gemm
+
+    assert r["cycles_zero_value"] == tile_gemm(S, P, binary).cycles
+    runs, groups = 2 * 2, 2
+    assert r["cycles_zero_value"] >= 8 * runs * groups - 7
+    assert r["cycles_no_ob"] == tile_gemm(S, P, ab["no_ob"]).cycles
+    # off-chip traffic: both operands and the bf16 result, and their BDC footprint
+    from golden.fpraker import bdc
+
+    assert r["offchip_bytes"] == 2 * (4 * 16 + 4 * 16 + 4 * 4)
+    out = tile_gemm(S, P, cfg).out
+    assert r["offchip_bdc_bytes"] == (bdc.footprint(S.ravel()).bits + bdc.footprint(P.ravel()).bits
+                                      + bdc.footprint(out.ravel()).bits) / 8
+
+
+def test_cli_reports_the_split_and_can_leave_it_out(tmp_path, capsys, build):
+    rng = np.random.default_rng(5)
+    f = tmp_path / "g.npz"
+    np.savez(f, **{"fc.act": np.maximum(rng.normal(size=(8, 32)), 0).astype(np.float32),
+                   "fc.weight": rng.normal(size=(8, 32)).astype(np.float32)})
+    code, stdout, err = _cli([f, "-o", tmp_path / "a"], capsys)
+    assert code == 0, err
+    res = json.loads((tmp_path / "a" / "speedup.json").read_text())
+    b = res["summary"]["given"]["breakdown"]
+    assert b["split"]["zero terms"] == pytest.approx(b["no_ob"] - b["zero_value"])
+    assert b["split"]["out-of-bounds"] == pytest.approx(b["full"] - b["no_ob"])
+    assert b["full"] == pytest.approx(res["summary"]["given"]["speedup_paper"])
+    md = (tmp_path / "a" / "speedup.md").read_text()
+    assert "## Where the speedup comes from" in md and "+9.0% / +35.2% / +5.8%" in md
+    code, stdout, err = _cli([f, "--no-breakdown", "-o", tmp_path / "b"], capsys)
+    assert code == 0, err
+    res = json.loads((tmp_path / "b" / "speedup.json").read_text())
+    assert "breakdown" not in res["summary"]["given"]
+    assert "cycles_no_ob" not in res["records"][0]

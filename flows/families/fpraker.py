@@ -10,22 +10,22 @@ import time
 from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison, Part
+from ..studies import bdc
+from ..studies.tensors import TensorAnalysis
 
 ORDER = 10
 
 UNITS = (
     Unit(name="fpraker.encoder",
          summary="FPRaker term encoder: bf16 significands to signed power-of-two terms",
-         config="golden.fpraker:EncoderConfig", component="hdl.fpraker:TermEncoder",
-         testbench="tb.fpraker.encoder", preset="fpraker-paper",
+         config="EncoderConfig", component="TermEncoder", preset="fpraker-paper",
          extra_configs=({"lanes": 3, "encoding": "binary"},),
          test_sizes={"quick": 400, "standard": 6000, "full": 30000},
          synth_overrides={"lanes": 2},
          paper="≈202 µm²/lane at 65 nm (12,950 µm² for 64 lanes, Table III)"),
     Unit(name="fpraker.pe",
          summary="FPRaker PE: 8 term-serial bf16 MAC lanes into a 1.9 accumulator",
-         config="golden.fpraker:PEConfig", component="hdl.fpraker:PE",
-         testbench="tb.fpraker.pe", preset="fpraker-paper",
+         config="PEConfig", component="PE", preset="fpraker-paper",
          extra_configs=({"keep_bits": 6, "kmax": 9}, {"encoding": "binary", "kmax": 1023},
                         {"dmax": 12}, {"lanes": 4, "int_bits": 4}, {"out_round": "rne"},
                         {"encoding": "binary"},
@@ -39,12 +39,15 @@ UNITS = (
     Unit(name="fpraker.tile",
          summary="FPRaker tile: rows x cols term-serial PEs (group exponent mode), one term "
                  "encoder per column, one exponent block per 2 PEs, B buffers, stream inputs",
-         config="golden.fpraker.tile:TileConfig", component="hdl.fpraker.tile:Tile",
-         testbench="tb.fpraker.tile", preset="fpraker-paper",
+         config="TileConfig", component="Tile", preset="fpraker-paper",
          extra_configs=({"rows": 2, "cols": 2}, {"rows": 2, "cols": 4}, {"rows": 4, "cols": 4},
                         {"rows": 3, "cols": 2, "share_exp": False, "b_buffers": 0},
                         {"rows": 2, "cols": 3, "b_buffers": 2, "encoding": "binary",
-                         "int_bits": 6, "kmax": 1023}),
+                         "int_bits": 6, "kmax": 1023},
+                        {"rows": 2, "cols": 2, "sync": "independent"},
+                        {"rows": 4, "cols": 4, "sync": "independent", "b_buffers": 2},
+                        {"rows": 3, "cols": 2, "sync": "independent", "encoding": "binary",
+                         "int_bits": 6, "kmax": 9}),
          # make test: 400 random groups per configuration (20-40 s each on Icarus); the full
          # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
          test_sizes={"quick": 100, "standard": 400, "full": 2500},
@@ -54,10 +57,30 @@ UNITS = (
          breakdown_table="flows.families.fpraker:table_iii", synth_share=False,
          demo_overrides={"rows": 4, "cols": 4},
          paper="317,068 µm² at 65 nm: PE array 304,118 + term encoders 12,950 (Table III)"),
+    Unit(name="fpraker.bdc_encoder",
+         summary="FPRaker base-delta compression encoder: a bf16 value per cycle to packed "
+                 "words (double-buffered groups)",
+         config="BDCConfig", component="BDCEncoder", preset="fpraker-paper",
+         extra_configs=({"group": 5, "word": 19}, {"group": 2, "word": 64}),
+         test_sizes={"quick": 40, "standard": 600, "full": 5000},
+         synth_overrides={"group": 4}),
+    Unit(name="fpraker.bdc_decoder",
+         summary="FPRaker base-delta compression decoder: packed words to a bf16 value per "
+                 "cycle, sticky stream error",
+         config="BDCConfig", component="BDCDecoder", preset="fpraker-paper",
+         extra_configs=({"group": 5, "word": 19}, {"group": 2, "word": 64}),
+         test_sizes={"quick": 40, "standard": 600, "full": 5000},
+         synth_overrides={"group": 4}),
+    Unit(name="fpraker.bdc_loopback",
+         summary="FPRaker BDC encoder feeding a decoder (end-to-end check)",
+         config="BDCConfig", component="BDCLoopback", preset="fpraker-paper",
+         extra_configs=({"group": 7, "word": 24},),
+         test_sizes={"quick": 40, "standard": 600, "full": 5000},
+         synth_overrides={"group": 4}),
 )
 
 PARTS = (
-    Part(name="fpraker.pe/core", unit="fpraker.pe", component="hdl.fpraker.pe:PECore",
+    Part(name="fpraker.pe/core", unit="fpraker.pe", component="PECore",
          summary="the PE without its encoder lanes (the paper's per-PE figure excludes encoders)",
          paper="4,752 µm² per PE at 65 nm (Table III)"),
 )
@@ -76,6 +99,14 @@ COMPARISONS = (
                numerator="fpraker.pe", denominator="baseline.bf16_pe",
                paper_ratio=(4752 + 12950 / 8) / 22212,
                source="FPRaker Table III: (4,752 + 12,950/8) vs 22,212 µm² (65 nm)"),
+)
+
+
+#: the off-chip footprint under base-delta compression (spec §7) of tensor files and captures
+TENSOR_ANALYSES = (
+    TensorAnalysis(name="bdc", summary="footprint under FPRaker's base-delta exponent "
+                   "compression (bits per value, header histogram, escapes)",
+                   run=bdc.bdc_stats, markdown=bdc.bdc_markdown, options=bdc.OPTIONS),
 )
 
 

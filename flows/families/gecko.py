@@ -71,33 +71,31 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
     from golden import ConfigError
     from golden.gecko.codec import GeckoConfig, footprint
 
-    start = time.monotonic()
-    rows_out, total = [], None
-    for tensor in tensors.read_tensors(path):
+    def config(tensor):
         try:
-            cfg = GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
+            return GeckoConfig(lanes=lanes, fmt=tensor.fmt, man_width=man_width, sign_en=sign_en)
         except ConfigError as e:
             raise FlowError(f"{path}: tensor {tensor.name!r} ({tensor.fmt}): {e}") from None
-        fp = None
-        size = tensors.CHUNK_ROWS * lanes
-        for k, chunk in enumerate(tensor.chunks(size)):
-            try:
-                part = footprint(chunk, cfg)
-            except ValueError as e:
-                where = f", in the chunk of values from {k * size}" if k else ""
-                raise FlowError(f"{path}: tensor {tensor.name!r}{where}: {e}") from None
-            fp = part if fp is None else fp + part
-            if progress:
-                progress(tensor.name, min((k + 1) * size, tensor.count), tensor.count)
-        row = _stats_row(tensor, cfg, fp)
-        rows_out.append(row)
-        total = row if total is None else _add_rows(total, row)
-    seconds = time.monotonic() - start
-    values = total["values"] if total else 0
-    if values == 0:  # nothing to measure: ratios of 0 bits to 0 bits would mean nothing
-        shapes = ", ".join(f"{r['name']} {tuple(r['shape'])}" for r in rows_out[:4])
-        raise FlowError(f"{path}: no values to measure: every tensor is empty ({shapes}"
-                        f"{', …' if len(rows_out) > 4 else ''})")
+
+    size = tensors.CHUNK_ROWS * lanes
+
+    def measure(tensor, chunk, k):
+        try:
+            return footprint(chunk, config(tensor))
+        except ValueError as e:
+            where = f", in the chunk of values from {k * size}" if k else ""
+            raise FlowError(f"{path}: tensor {tensor.name!r}{where}: {e}") from None
+
+    def chunk_size(tensor):
+        config(tensor)  # a tensor the codec cannot take stops the run before it is read
+        return size
+
+    rows_out, total, seconds = tensors.footprint_rows(
+        path, chunk_size, measure,
+        lambda tensor, fp: _stats_row(tensor, config(tensor), fp), _ADDITIVE, ("width_rows",),
+        progress)
+    total = _with_ratios(total)
+    values = total["values"]
     return {"file": str(path), "man_width": man_width, "sign_en": sign_en, "lanes": lanes,
             "tensors": rows_out, "total": total, "seconds": round(seconds, 3),
             "values_per_second": round(values / seconds) if seconds > 0 else None}
@@ -133,15 +131,6 @@ def _with_ratios(row: dict) -> dict:
     rows = row["rows"]
     row["width_share"] = [h / rows for h in row["width_rows"]] if rows else None
     return row
-
-
-def _add_rows(a: dict, b: dict) -> dict:
-    out = {"name": "total", "shape": [], "format": a["format"] if a["format"] == b["format"]
-           else "mixed", "source_dtype": "", "man_width": a["man_width"]}
-    for key in _ADDITIVE:
-        out[key] = a[key] + b[key]
-    out["width_rows"] = [x + y for x, y in zip(a["width_rows"], b["width_rows"])]
-    return _with_ratios(out)
 
 
 def stats_markdown(s: dict) -> str:
@@ -181,7 +170,7 @@ def _bounded(lo: int, hi: int):
 TENSOR_ANALYSES = (
     TensorAnalysis(
         name="gecko", summary="footprint under mantissa truncation and Gecko exponent compression",
-        run=gecko_stats, markdown=stats_markdown,
+        run=gecko_stats, markdown=stats_markdown, default=True,
         options=((("--man-width",), {"dest": "man_width", "type": _bounded(0, 23), "default": None,
                                      "help": "mantissa bits kept, 0 to 23 for FP32 and 0 to 7 "
                                              "for bf16 tensors (default: the format's full "

@@ -418,7 +418,8 @@ def capture_stats(directory, analysis, options: dict, progress=None) -> dict:
         A capture folder, or a folder of capture folders (one per format): every capture is
         analysed.
     analysis : flows.studies.tensors.TensorAnalysis
-        The analysis (``gecko``: Gecko's footprint; ``hbfp``: HBFP quantization error).
+        The analysis (``gecko``: Gecko's footprint; ``hbfp``: HBFP quantization error; ``bdc``:
+        FPRaker's base-delta compression footprint).
     options : dict
         Its keyword options (``{dest: value}`` of ``analysis.options``).
     progress : callable, optional
@@ -506,6 +507,11 @@ _COLUMNS = {
                if t["truncated_bits"] else "-"),
               ("Gecko bits/value", lambda t: f"{t['gecko_bits'] / t['values']:.2f}"
                if t["values"] else "-")),
+    "bdc": (("BDC bits/value", lambda t: f"{t['bits_per_value']:.3f}"
+             if t["values"] else "-"),
+            ("BDC / bf16", lambda t: f"{t['ratio']:.3f}" if t["values"] else "-"),
+            ("escape groups", lambda t: f"{100 * t['escape_share']:.1f} %"
+             if t["groups"] else "-")),
     "hbfp": (("RRMSE", lambda t: f"{t['rrmse']:.2e}"),
              ("flushed to 0", lambda t: f"{100 * t['zeroed_share']:.2f} %")),
 }

@@ -85,6 +85,13 @@ Per-GEMM numbers
 * Lane-cycle breakdown (Fig. 15 analogue): ``useful / lane_cycles`` and ``stalls[cause] /
   lane_cycles`` per cause.
 
+Breakdown (``--breakdown``; on for files and captures, off for ``--model``): per GEMM the
+cycles of two ablations, :func:`ablation_configs` (zero values only: the serial operand through
+:func:`zero_value_operand`, binary, no OB; and no OB), and the off-chip bytes of both operands
+and the bf16 result, in bf16 and under BDC (:func:`bdc_bits`).  :func:`speedup_split` turns
+them into the iso-area speedups of each step and the additive split the paper reports
+(:data:`PAPER_SPLIT`), with the memory model of :data:`CLOCK_HZ` and :data:`DRAM_BYTES_PER_S`.
+
 Model-level summary, per orientation: the total-time speedup ``(Σ baseline / 8) /
 (Σ fpraker / 36)`` (the MAC-weighted harmonic mean of the layer speedups, since baseline time is
 proportional to padded MACs), beside the paper's 1.5× average; the ideal over all layers
@@ -106,6 +113,7 @@ CSV adds the columns ``capture``, ``epoch``, ``layer``, ``phase`` and ``chosen``
 the per-epoch speedup per phase and the lane-cycle breakdown per phase.
 """
 
+import argparse
 import csv
 import dataclasses
 import io
@@ -132,6 +140,13 @@ PAPER_MODELS = {"ResNet18-Q": 2.04, "SNLI": 1.8}
 PAPER_NO_TERM = 0.328
 #: term positions of a bit-parallel (or non-skipping) significand, spec A17
 POSITIONS = 8
+#: the paper's additive split of its 1.5x (§10.2): zero-term skipping, out-of-bounds skipping,
+#: base-delta compression of the off-chip traffic
+PAPER_SPLIT = {"zero terms": 0.09, "out-of-bounds": 0.352, "BDC": 0.058}
+#: the memory model of the breakdown: the paper's clock (600 MHz, both designs) and off-chip
+#: memory, LPDDR4-3200 with 4 channels of 16 bits: 4 x 2 bytes x 3.2e9 transfers/s
+CLOCK_HZ = 600e6
+DRAM_BYTES_PER_S = 4 * 2 * 3.2e9
 #: area units whose ``area.json`` gives our tile-area ratio
 AREA_UNITS = ("baseline.bf16_tile", "fpraker.tile")
 #: naming rule: suffix -> (pair kind, role)
@@ -143,7 +158,8 @@ QUICK_ROWS = 16
 MODEL_ROWS = 64
 QUICK_WEIGHT_ROWS = 64
 OUTPUTS = ("speedup.md", "speedup.json", "speedup.csv", "speedup.png")
-STALL_ORDER = ("no_term", "shift_range", "exponent_block", "inter_column", "lock_step")
+STALL_ORDER = ("no_term", "shift_range", "exponent_block", "inter_column", "lock_step",
+               "column_wait")
 
 
 def add_arguments(p) -> None:
@@ -175,6 +191,12 @@ def add_arguments(p) -> None:
     p.add_argument("--area-ratio", type=float, metavar="R",
                    help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup "
                         "(default: from build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
+    p.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run the ablations (zero values only skipped; no out-of-bounds "
+                        "skipping) and the memory model with and without base-delta "
+                        "compression, and report the speedup's split beside the paper's "
+                        "(default: on for files and captures, off for --model, where it "
+                        "triples a long run)")
     p.add_argument("--set", "-s", dest="sets", action="append", default=[],
                    metavar="FIELD=VALUE", help="override a golden.fpraker.tile.TileConfig field")
     p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/speedup)")
@@ -325,9 +347,43 @@ def file_pairs(paths) -> list[dict]:
 # --- one GEMM
 
 
+def zero_value_operand(S: np.ndarray) -> np.ndarray:
+    """``S`` as a design that skips zero values but no zero bits sees it: every non-zero value's
+    significand made all ones (its sign and exponent kept), so that with binary encoding and no
+    out-of-bounds skipping every one of its 8 positions is a term; zeros (and denormals, which
+    have no terms) stay zero."""
+    S = np.asarray(S, dtype=np.uint16)
+    return np.where((S & 0x7F80) != 0, S | 0x7F, S).astype(np.uint16)
+
+
+def ablation_configs(cfg) -> dict:
+    """The tile configurations of the breakdown's ablations: ``zero_value`` (binary encoding,
+    no out-of-bounds skipping, run on :func:`zero_value_operand`; its adder as wide as binary
+    terms need, which changes no cycle of the group-mode schedule) and ``no_ob`` (the tile's
+    encoding without out-of-bounds skipping, ``kmax`` at its limit)."""
+    from golden.fpraker.pe import KMAX_LIMIT, required_int_bits
+
+    need = required_int_bits(cfg.lanes, cfg.frac_bits, cfg.keep_bits, cfg.dmax, cfg.exp_mode,
+                             "binary")
+    return {"zero_value": dataclasses.replace(cfg, encoding="binary", kmax=KMAX_LIMIT,
+                                              int_bits=max(cfg.int_bits, need)),
+            "no_ob": dataclasses.replace(cfg, kmax=KMAX_LIMIT)}
+
+
+def bdc_bits(values: np.ndarray) -> int:
+    """Bits of ``values`` (bf16 patterns, compressed as stored: row-major, groups of 32
+    consecutive values) under FPRaker's base-delta compression (:mod:`golden.fpraker.bdc`)."""
+    from golden.fpraker import bdc
+
+    return bdc.footprint(np.ascontiguousarray(values, dtype=np.uint16).ravel()).bits
+
+
 def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
-               area_ratio: float | None = None, progress=None) -> dict:
-    """Run one GEMM on the tile model and derive its numbers (see the module docstring)."""
+               area_ratio: float | None = None, progress=None, breakdown: bool = False) -> dict:
+    """Run one GEMM on the tile model and derive its numbers (see the module docstring); with
+    ``breakdown`` also the ablations' cycles (:func:`ablation_configs`) and the off-chip
+    traffic in bf16 and under BDC (the serial and parallel operands read, the bf16 result
+    written)."""
     _, tile_gemm = _tile_model()
     M, K = S.shape
     N = P.shape[0]
@@ -341,7 +397,9 @@ def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
     terms = serial_terms(S, _encoding(cfg))
     a, b = PAPER_TILES
     lane = int(r.lane_cycles)
-    stalls = {k: int(v) for k, v in r.stalls.items()}
+    # the stall cause the other synchronization protocol has (always zero here) is left out
+    other = "lock_step" if getattr(cfg, "sync", "lockstep") == "independent" else "column_wait"
+    stalls = {k: int(v) for k, v in r.stalls.items() if k != other}
     rec = {
         "name": name, "orientation": orientation, "M": M, "N": N, "K": K,
         "macs": M * N * K, "tile_runs": int(r.tile_runs), "groups": int(r.groups),
@@ -357,7 +415,51 @@ def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
         "stall_fractions": {k: v / lane if lane else 0.0 for k, v in stalls.items()},
         "seconds": seconds,
     }
+    if breakdown:
+        ab = ablation_configs(cfg)
+        rec["cycles_zero_value"] = int(tile_gemm(zero_value_operand(S), P, ab["zero_value"]).cycles)
+        rec["cycles_no_ob"] = int(tile_gemm(S, P, ab["no_ob"]).cycles)
+        rec["offchip_bytes"] = 2 * (M * K + N * K + M * N)
+        rec["offchip_bdc_bytes"] = (bdc_bits(S) + bdc_bits(P) + bdc_bits(r.out)) / 8
+        rec["seconds"] = time.monotonic() - t0
     return rec
+
+
+def speedup_split(rs: list[dict]) -> dict | None:
+    """The breakdown of the iso-area (36:8) speedup over records with ablations (None if some
+    have none): compute-only speedups of the ablations (``zero_value``: zero values skipped,
+    every bit of the others processed; ``no_ob``: zero terms skipped too; ``full``: and
+    out-of-bounds terms), then with the memory model (:data:`CLOCK_HZ`,
+    :data:`DRAM_BYTES_PER_S`; per GEMM the time is the larger of the compute time, spread over
+    the tiles, and the off-chip transfer time, which overlap) without (``memory``) and with
+    BDC (``memory_bdc``, FPRaker's traffic compressed, the baseline's not), and the additive
+    ``split`` the paper reports: zero terms = no_ob − zero_value, out-of-bounds = full − no_ob,
+    BDC = memory_bdc − memory."""
+    if not rs or any("cycles_no_ob" not in r for r in rs):
+        return None
+    a, b = PAPER_TILES
+    base = sum(r["baseline_cycles"] for r in rs) / b
+
+    def iso(key):
+        c = sum(r[key] for r in rs) / a
+        return base / c if c else math.inf
+
+    def timed(cycles, tiles, nbytes):
+        return max(cycles / tiles / CLOCK_HZ, nbytes / DRAM_BYTES_PER_S)
+
+    t_base = sum(timed(r["baseline_cycles"], b, r["offchip_bytes"]) for r in rs)
+    t_fpr = sum(timed(r["fpraker_cycles"], a, r["offchip_bytes"]) for r in rs)
+    t_bdc = sum(timed(r["fpraker_cycles"], a, r["offchip_bdc_bytes"]) for r in rs)
+    out = {"zero_value": iso("cycles_zero_value"), "no_ob": iso("cycles_no_ob"),
+           "full": iso("fpraker_cycles"), "memory": t_base / t_fpr, "memory_bdc": t_base / t_bdc,
+           "memory_bound": sum(r["offchip_bytes"] / DRAM_BYTES_PER_S
+                               > r["fpraker_cycles"] / a / CLOCK_HZ for r in rs) / len(rs),
+           "bdc_ratio": sum(r["offchip_bdc_bytes"] for r in rs)
+           / sum(r["offchip_bytes"] for r in rs)}
+    out["split"] = {"zero terms": out["no_ob"] - out["zero_value"],
+                    "out-of-bounds": out["full"] - out["no_ob"],
+                    "BDC": out["memory_bdc"] - out["memory"]}
+    return out
 
 
 def summarize(records: list[dict], area_ratio: float | None) -> dict:
@@ -384,6 +486,9 @@ def summarize(records: list[dict], area_ratio: float | None) -> dict:
             "stall_fractions": {k: sum(r["stalls"].get(k, 0) for r in rs) / lane if lane else 0.0
                                 for k in causes},
         }
+        split = speedup_split(rs)
+        if split is not None:
+            out[o]["breakdown"] = split
     return out
 
 
@@ -501,6 +606,10 @@ def markdown(res: dict) -> str:
     lines += ["", f"Paper (Fig. 15): cross-lane term imbalance (\"no term\") is the largest stall "
               f"source, {PAPER_NO_TERM:.1%} of lane cycles on average (up to 55 % for NCF); "
               "shift-range stalls are few, exponent-block and inter-PE stalls rare.", ""]
+    if any("breakdown" in v for v in res["summary"].values()):
+        lines += _split_intro() + [
+            _split_header(), *(_split_row(_label(o, res), v["breakdown"])
+                               for o, v in res["summary"].items() if "breakdown" in v), ""]
     if src["kind"] == "captures":
         lines += _capture_markdown(res)
     captured = src["kind"] == "captures"
@@ -525,6 +634,39 @@ def markdown(res: dict) -> str:
         lines.append("")
     lines.append(f"Run time {res['seconds']:.0f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _split_intro() -> list[str]:
+    return [
+        "## Where the speedup comes from (iso-area 36:8)", "",
+        "Ablations on the same operands: **zero values only** skips zero serial values but "
+        "processes all 8 significand positions of every other (the serial operand's non-zero "
+        "significands made all ones, binary encoding, no out-of-bounds skipping); **+ zero "
+        "terms** is the tile's encoding without out-of-bounds skipping; **+ out-of-bounds** the "
+        "tile as configured (compute only). **Memory** adds off-chip traffic: per GEMM the "
+        "time is the larger of the compute time (the tiles at 600 MHz, the paper's clock) "
+        "and the time to read both operands and write the result over 4-channel LPDDR4-3200 "
+        "(25.6 GB/s), in bf16 for both designs, then with FPRaker's traffic under base-delta "
+        "compression (BDC, groups of 32 consecutive values as stored). The split is "
+        "additive, as the paper's: zero terms = (+ zero terms) − (zero values only), "
+        "out-of-bounds = (+ out-of-bounds) − (+ zero terms), BDC = (memory, BDC) − (memory, "
+        "bf16).", ""]
+
+
+def _split_header() -> str:
+    return ("| serial operand | zero values only | + zero terms | + out-of-bounds | memory, bf16 "
+            "| memory, BDC | BDC traffic / bf16 | memory-bound GEMMs | split: zero terms / "
+            "out-of-bounds / BDC | paper |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _split_row(label: str, b: dict) -> str:
+    sp = b["split"]
+    paper = " / ".join(f"+{v:.1%}" for v in PAPER_SPLIT.values())
+    return (f"| {label} | {_f(b['zero_value'])}x | {_f(b['no_ob'])}x | {_f(b['full'])}x | "
+            f"{_f(b['memory'])}x | {_f(b['memory_bdc'])}x | {b['bdc_ratio']:.3f} | "
+            f"{b['memory_bound']:.0%} | "
+            + " / ".join(f"{v:+.1%}" for v in sp.values())
+            + f" | {paper} (1.5x) |")
 
 
 def _label(o: str, res: dict) -> str:
@@ -593,6 +735,11 @@ def _capture_markdown(res: dict) -> list[str]:
                          + " |")
         lines += ["", f"Paper, iso-area 36:8: {PAPER_SPEEDUP}x average over its models; "
                   + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ".", ""]
+        if "breakdown" in t["best"]:
+            lines += ["### Where the speedup comes from, per phase (chosen serial operand)", "",
+                      _split_header().replace("serial operand", "phase", 1),
+                      *(_split_row(p, v["best"]["breakdown"])
+                        for p, v in [*cap["phases"].items(), ("all phases", t)]), ""]
         lines += ["### Per epoch (iso-area 36:8, chosen serial operand)", "",
                   "| epoch | " + " | ".join(phases) + " | all phases | iso-area ours | "
                   "Eq. 4 ideal | useful |", "|---|" + "---|" * (len(phases) + 4)]
@@ -828,6 +975,9 @@ class SpeedupOptions:
     quick: bool = False
     #: baseline-tile area / FPRaker-tile area (None: from ``build/area``)
     area_ratio: float | None = None
+    #: the ablations and memory model of the speedup's split (None: on for files and
+    #: captures, off for ``--model``)
+    breakdown: bool | None = None
     #: ``FIELD=VALUE`` overrides of the tile configuration
     sets: tuple = ()
     #: output folder (None: ``build/speedup``)
@@ -878,12 +1028,13 @@ def run(args, quiet: bool = False) -> dict:
     prog = _Progress(quiet)
     orientation = args.orientation or ("given" if kind == "files" else "both")
     orients = ("given", "swapped") if orientation == "both" else (orientation,)
+    breakdown = args.breakdown if args.breakdown is not None else kind != "model"
     records: list[dict] = []
     t0 = time.monotonic()
 
     def one(name, o, S, P, k, total, serial=None):
         prog.label = f"[{k}/{total}] {name}"
-        rec = study_gemm(name, o, S, P, cfg, ratio, progress=prog.tile)
+        rec = study_gemm(name, o, S, P, cfg, ratio, progress=prog.tile, breakdown=breakdown)
         records.append(rec)
         prog.say(f"speedup: [{k}/{total}] {name} serial={serial or _label(o, res)} "
                  f"{rec['M']}x{rec['K']} by {rec['N']}x{rec['K']}: {rec['fpraker_cycles']:,} vs "
@@ -895,6 +1046,7 @@ def run(args, quiet: bool = False) -> dict:
     res: dict = {"tile_config": _cfg_text(cfg), "area_ratio": ratio,
                  "area_ratio_source": ratio_how, "paper_tiles": list(PAPER_TILES),
                  "paper_speedup": PAPER_SPEEDUP, "orientations": list(orients),
+                 "breakdown": breakdown,
                  "source": {"kind": kind}}
     if kind == "model":
         res["source"] = _run_model(args, orients, one, prog)
@@ -1120,6 +1272,13 @@ def cmd(args) -> int:
                           for p, v in cap["phases"].items())
               + f"; Eq. 4 ideal {_f(b['ideal_eq4'])}x (paper: {PAPER_SPEEDUP}x average, "
               + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ")")
+        if "breakdown" in b:
+            sp = b["breakdown"]
+            print(f"capture {cap['label']}: split " + " / ".join(
+                f"{k} {v:+.1%}" for k, v in sp["split"].items()) + " (paper " + " / ".join(
+                f"{k} +{v:.1%}" for k, v in PAPER_SPLIT.items()) + f"); zero values only "
+                f"{_f(sp['zero_value'])}x, no OB {_f(sp['no_ob'])}x, memory bf16 "
+                f"{_f(sp['memory'])}x, BDC {_f(sp['memory_bdc'])}x")
     print(f"area ratio: {res['area_ratio_source']}")
     print(f"report: {paths['md']} (also {paths['json'].name}, {paths['csv'].name}, "
           f"{paths['png'].name}); {res['seconds']:.0f} s")
@@ -1129,4 +1288,6 @@ def cmd(args) -> int:
 __all__ = ["HELP", "add_arguments", "cmd", "run", "study_gemm", "summarize", "area_ratio",
            "choose_serial", "capture_views", "plot_captures", "PAPER_MODELS",
            "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16", "tile_config",
-           "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS"]
+           "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS", "PAPER_SPLIT",
+           "CLOCK_HZ", "DRAM_BYTES_PER_S", "zero_value_operand", "ablation_configs", "bdc_bits",
+           "speedup_split"]

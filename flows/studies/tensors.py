@@ -92,6 +92,9 @@ class TensorAnalysis:
     #: command-line options: ``(flags, argparse keyword arguments)``, whose ``dest`` is the
     #: keyword ``run`` takes
     options: tuple[tuple[tuple[str, ...], dict], ...] = ()
+    #: the analysis ``tensor-stats`` runs without ``--analysis`` (at most one declares it;
+    #: without one, the first in family order)
+    default: bool = False
 
 
 # --- one-line, bounded error messages
@@ -466,6 +469,50 @@ def read_tensors(path) -> list[Tensor]:
     return readers[path.suffix](path)
 
 
+def footprint_rows(path, chunk_size, measure, make_row, additive, lists, progress=None):
+    """The per-tensor loop every footprint analysis shares: each tensor of the file ``path``
+    streamed in chunks of ``chunk_size`` values, ``measure(tensor, chunk, k)`` giving chunk
+    ``k``'s footprint (footprints add with ``+``), ``make_row(tensor, footprint or None)`` the
+    tensor's row; the rows summed into a ``total`` row (:func:`sum_rows` of the ``additive``
+    counts and the element-wise ``lists``).  ``progress(name, done, total)`` per chunk.
+    Returns ``(rows, total, seconds)``; a file whose tensors hold no values is a
+    :class:`~flows.FlowError` (ratios of nothing would read as 0)."""
+    import time
+
+    start = time.monotonic()
+    rows, total = [], None
+    for tensor in read_tensors(path):
+        fp = None
+        for k, chunk in enumerate(tensor.chunks(chunk_size(tensor))):
+            part = measure(tensor, chunk, k)
+            fp = part if fp is None else fp + part
+            if progress:
+                progress(tensor.name, min((k + 1) * chunk_size(tensor), tensor.count),
+                         tensor.count)
+        row = make_row(tensor, fp)
+        rows.append(row)
+        total = row if total is None else sum_rows(total, row, additive, lists)
+    if not total or not total["values"]:
+        shapes = ", ".join(f"{r['name']} {tuple(r['shape'])}" for r in rows[:4])
+        raise FlowError(f"{path}: no values to measure: every tensor is empty ({shapes}"
+                        f"{', …' if len(rows) > 4 else ''})")
+    return rows, total, time.monotonic() - start
+
+
+def sum_rows(a: dict, b: dict, additive, lists=()) -> dict:
+    """The ``total`` row of two tensors' rows: the ``additive`` counts summed, the ``lists``
+    summed element by element, the format kept when both share it (else ``mixed``), and every
+    other field of ``a`` (a configuration such as ``man_width``) kept.  Derived ratios are the
+    caller's to recompute."""
+    out = {**a, "name": "total", "shape": [], "source_dtype": "",
+           "format": a["format"] if a["format"] == b["format"] else "mixed"}
+    for key in additive:
+        out[key] = a[key] + b[key]
+    for key in lists:
+        out[key] = [x + y for x, y in zip(a[key], b[key])]
+    return out
+
+
 def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) -> None:
     """Write a ``.safetensors`` file (float32 tensors; names in ``bf16`` hold uint16 bf16 bits)."""
     header, blobs, offset = {}, [], 0
@@ -487,4 +534,5 @@ def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) ->
             f.write(raw)
 
 
-__all__ = ["CHUNK_ROWS", "Tensor", "TensorAnalysis", "read_tensors", "write_safetensors"]
+__all__ = ["CHUNK_ROWS", "Tensor", "TensorAnalysis", "read_tensors", "write_safetensors",
+           "footprint_rows", "sum_rows"]

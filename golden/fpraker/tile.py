@@ -5,24 +5,38 @@ Spec ``docs/specs/fpraker.md`` §4, §5 and §11 (items 4 and 5).  PE ``(r, c)``
 one term encoder of ``lanes`` lanes shared by the column's PEs; B (the parallel operand) is
 shared along row ``r`` from a per-row buffer.
 
-Column protocol (§5.3, intra-column term lock-step [C])
--------------------------------------------------------
-Each encoder lane presents its current term to every PE of the column.  A PE may process lane
-``i`` only when the term is not yet ``taken`` by it and the lane is not ``done`` for it (out of
-bounds, or B zero).  The PEs run the cycle rules of :mod:`golden.fpraker.pe` (step or group
+Column protocols (§5.3, ``sync``)
+---------------------------------
+``sync = "lockstep"`` (the default; intra-column term lock-step [C]): each encoder lane
+presents its current term to every PE of the column.  A PE may process lane ``i`` only when the
+term is not yet ``taken`` by it and the lane is not ``done`` for it (out of bounds, or B zero).  The PEs run the cycle rules of :mod:`golden.fpraker.pe` (step or group
 exponent mode) with that eligibility mask.  At the end of a cycle, encoder lane ``i`` pops its
 term when every PE has ``taken | done`` for it (this cycle's takes count), which clears the
 ``taken`` flags; it drops all its remaining terms when every PE is ``done`` for it (the OB
 signals AND-ed down the column).  A PE's rounding, and so its result, can depend on its column
 neighbours' stalls (the tile model simulates the column, it never calls the PE model per PE).
 
+``sync = "independent"`` (per-PE term selectors [C']): the column's encoder broadcasts every
+lane's whole term mask, and each PE selects its own next term per lane, as the standalone PE
+does.  Every PE therefore runs exactly :func:`golden.fpraker.pe.pe_group` (in the tile's
+exponent mode) on its own operands, from its start cycle: at least one cycle, until each of its
+lanes is exhausted or done; its result and its cycles per group equal the standalone PE's.
+The PEs of a column meet at group boundaries: the column's group ends when every PE has
+finished it, so it takes ``max(min_cycles, max_r(offset_r + n_r))`` cycles, where ``n_r`` is PE
+``r``'s standalone cycle count and ``offset_r`` its exponent-block wait (below); with
+``share_exp`` that is ``max(n_2j, 1 + n_2j+1)`` over the row pairs, at least 2.  A PE that
+finished waits for the column's slowest PE (``column_wait``).
+
 Exponent-block sharing (§4, ``share_exp``)
 ------------------------------------------
 One exponent block serves the PEs of rows ``2j`` and ``2j + 1``: row ``2j`` starts the group in
 the column's first cycle and row ``2j + 1`` one cycle later (in group mode that is the cycle the
 block computes the row's ``E_g``; in step mode it is the same skew).  A column's group is
-complete at the start of a cycle when every encoder lane is empty and every row has started,
-and takes at least 2 cycles with sharing (1 without), even if it holds no term (TV14).
+complete at the start of a cycle when every row has started and every encoder lane is empty
+(lock-step) or every PE has finished its group (independent), and takes at least 2 cycles
+with sharing (1 without), even if it holds no term (TV14).  The skew is the same under both
+protocols: the odd row of a pair starts every group one cycle after the even row, so under
+``sync = "independent"`` a pair needs ``max(n_2j, 1 + n_2j+1)`` cycles.
 
 B buffers and inter-column synchronization (§5.2)
 -------------------------------------------------
@@ -44,10 +58,12 @@ Every cycle of the tile, every lane of every PE is in exactly one class (checked
   finished while other columns still run);
 * ``exponent_block``: the PE has not started the group yet (its exponent block serves its pair
   partner first);
+* ``column_wait`` (``sync = "independent"`` only): the PE has finished the group and waits for
+  its column's other PEs;
 * useful (:attr:`~golden.common.tile.TileResult.useful`): the lane processed a term;
 * ``shift_range``: the lane had an eligible, in-bounds term outside the ``dmax`` window;
-* ``lock_step``: the encoder lane presents a term this PE has already taken, waiting for a
-  column neighbour;
+* ``lock_step`` (``sync = "lockstep"`` only): the encoder lane presents a term this PE has
+  already taken, waiting for a column neighbour;
 * ``no_term``: the lane has no term for this PE (encoder lane empty, out of bounds, B zero,
   dropped this cycle) while the column still works on the group.
 """
@@ -57,13 +73,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import ConfigError, check_bool, check_int
+from .. import ConfigError, check_bool, check_choice, check_int
 from ..common.accumulator import Acc, acc_arrays, decode_bf16, read_out_bits
 from ..common.tile import TileResult, check_tile_operands, gemm_groups
 from .pe import MSB9, RECODE, PEConfig, LaneState, start_group, step_lanes
 
 #: stall causes of :attr:`TileResult.stalls`, in the order the classes are checked
-STALL_CAUSES = ("inter_column", "exponent_block", "shift_range", "lock_step", "no_term")
+STALL_CAUSES = ("inter_column", "exponent_block", "column_wait", "shift_range", "lock_step",
+                "no_term")
+#: intra-column synchronization protocols (spec §5.3): term lock-step [C] or per-PE term
+#: selectors over broadcast term masks [C']
+SYNCS = ("lockstep", "independent")
+#: per-(column, group) lane-cycle counters of the column simulation
+_COUNTERS = ("useful", "exponent_block", "column_wait", "shift_range", "lock_step", "no_term")
 
 
 def pe_tile_base(pe_cls, *layout, **defaults):
@@ -109,14 +131,18 @@ def pe_tile_base(pe_cls, *layout, **defaults):
 
 @dataclass(frozen=True)
 class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lanes",
-                              ("share_exp", bool, True), ("b_buffers", int, 1), "exp_mode",
-                              exp_mode="group")):
+                              ("share_exp", bool, True), ("b_buffers", int, 1),
+                              ("sync", str, "lockstep"), "exp_mode", exp_mode="group")):
     """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
 
     ``rows``: PE rows (B operands, one per row; paper: 8).  ``cols``: PE columns (A operands,
     one term encoder per column; paper: 8).  ``share_exp``: one exponent block per two PEs of a
     column (row pairs skewed by a cycle, spec §4).  ``b_buffers``: B-buffer run-ahead, how many
-    groups a column may run ahead of the slowest (spec §5.2; paper: 1).  The other fields are
+    groups a column may run ahead of the slowest (spec §5.2; paper: 1).  ``sync``: how the PEs
+    of a column share its term encoder (spec §5.3): ``"lockstep"`` (each encoder lane presents
+    one term to every PE and pops it when all took it) or ``"independent"`` (the encoder
+    broadcasts each lane's term mask and every PE selects its own terms, exactly as the
+    standalone PE; the PEs meet at group boundaries).  The other fields are
     :class:`PEConfig`'s, with its defaults and validation, except ``exp_mode``, ``"group"`` by
     default (the paper's once-per-group exponent block); :attr:`pe` is that PE configuration.
     """
@@ -126,6 +152,7 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
         check_int(self, "cols", 1, 64)
         check_bool(self, "share_exp")
         check_int(self, "b_buffers", 0, 8)
+        check_choice(self, "sync", SYNCS)
         super().__post_init__()
 
     @property
@@ -133,9 +160,29 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
         """Cycles a column's group takes at least (TV14)."""
         return 2 if self.share_exp else 1
 
+    def row_offsets(self):
+        """Per row, the cycles it waits for its exponent block at the start of every group
+        (spec §4): 1 for the odd row of each pair with ``share_exp``, else 0."""
+        return (np.arange(self.rows) % 2) if self.share_exp else np.zeros(self.rows, np.int64)
+
 
 # ----------------------------------------------------------------------------------------------
 # one group of many independent columns
+
+def _retire(fin, idx, R, out, cur, ln):
+    """Columns ``fin`` (a mask over the running columns ``idx``) finished their group: write
+    their PEs' accumulators ``cur`` into ``out`` and drop them from the running state (``ln``
+    included).  Returns the running columns, their accumulators and the mask ``keep`` of the
+    columns that go on (for the caller's own per-column state)."""
+    rows = (idx[fin][:, None] * R + np.arange(R)).reshape(-1)
+    fr = np.repeat(fin, R)
+    for o, x in zip(out, cur):
+        o[rows] = x[fr]
+    keep = ~fin
+    keep_r = np.repeat(keep, R)
+    ln.take(keep_r)
+    return idx[keep], tuple(x[keep_r] for x in cur), keep
+
 
 def _columns_group(acc, A, B, cfg, pe, counts):
     """Run one group on ``n`` independent columns of ``R`` PEs.
@@ -191,16 +238,56 @@ def _columns_group(acc, A, B, cfg, pe, counts):
         cycles[idx] += 1
         fin = started.all(axis=1) & (enc == 0).all(axis=1) & (c >= cfg.min_cycles)
         if fin.any():
-            rows = (idx[fin][:, None] * R + np.arange(R)).reshape(-1)
-            fr = np.repeat(fin, R)
-            for o, x in zip(out, cur):
-                o[rows] = x[fr]
-            keep = ~fin
-            keep_r = np.repeat(keep, R)
-            idx = idx[keep]
-            ln.take(keep_r)
-            cur = tuple(x[keep_r] for x in cur)
+            idx, cur, keep = _retire(fin, idx, R, out, cur, ln)
             enc, started, taken = enc[keep], started[keep], taken[keep]
+    return out, cycles
+
+
+def _columns_group_independent(acc, A, B, cfg, pe, counts):
+    """:func:`_columns_group` under ``sync = "independent"`` (spec §5.3 [C']): every PE runs
+    the standalone PE's group (:func:`golden.fpraker.pe.pe_group`'s rules on its own copy of
+    the encoder's term masks) from its start cycle (the §4 skew), at least one cycle, until
+    its own lanes are exhausted or done; the column's group ends when every PE has finished
+    and ``min_cycles`` have passed.  A PE that finished waits (``column_wait``)."""
+    n, L = A.shape
+    R = B.shape[1]
+    ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    offset = cfg.row_offsets()
+    started = np.zeros((n, R), dtype=bool)
+    finished = np.zeros((n, R), dtype=bool)
+    cycles = np.zeros(n, dtype=np.int64)
+    cur = tuple(np.asarray(a).copy() for a in acc)
+    out = tuple(a.copy() for a in cur)
+    idx = np.arange(n)            # columns still working
+    c = 0
+    while idx.size:
+        c += 1
+        m = idx.size
+        new = (~started) & (offset[None, :] < c)
+        if pe.exp_mode == "group" and new.any():
+            start_group(ln, cur, pe, rows=new.reshape(-1))
+        started |= new
+        active = started & ~finished
+        act = active.reshape(-1)
+        nxt, d = step_lanes(ln, cur, pe, np.repeat(act[:, None], L, axis=1))
+        cur = tuple(np.where(act, x, y) for x, y in zip(nxt, cur))
+        proc = d["proc"].reshape(m, R, L)
+        shift = (d["elig"] & ~d["ob_a"] & ~d["proc"]).reshape(m, R, L)
+        a3 = active[:, :, None]
+        n_proc = (a3 & proc).sum(axis=(1, 2))
+        n_shift = (a3 & shift).sum(axis=(1, 2))
+        counts["useful"][idx] += n_proc
+        counts["shift_range"][idx] += n_shift
+        counts["exponent_block"][idx] += (~started).sum(axis=1) * L
+        counts["column_wait"][idx] += (started & finished).sum(axis=1) * L
+        counts["no_term"][idx] += active.sum(axis=1) * L - n_proc - n_shift
+        # a PE finishes its group with the cycle that leaves its lanes exhausted or done
+        finished |= active & ln.complete().reshape(m, R)
+        cycles[idx] += 1
+        fin = finished.all(axis=1) & (c >= cfg.min_cycles)
+        if fin.any():
+            idx, cur, keep = _retire(fin, idx, R, out, cur, ln)
+            started, finished = started[keep], finished[keep]
     return out, cycles
 
 
@@ -214,11 +301,11 @@ def _run_columns(A, B, cfg, progress=None):
     group_b = B if callable(B) else (lambda s: B[:, :, s])
     acc = acc_arrays(Acc.ZERO, n * R, pe.keep_bits)
     cycles = np.zeros((n, G), dtype=np.int64)
-    counts = {k: np.zeros((n, G), dtype=np.int64)
-              for k in ("useful", "exponent_block", "shift_range", "lock_step", "no_term")}
+    counts = {k: np.zeros((n, G), dtype=np.int64) for k in _COUNTERS}
+    group = _columns_group_independent if cfg.sync == "independent" else _columns_group
     for s in range(G):
         cnt = {k: np.zeros(n, dtype=np.int64) for k in counts}
-        acc, cycles[:, s] = _columns_group(acc, A[:, s], group_b(s), cfg, pe, cnt)
+        acc, cycles[:, s] = group(acc, A[:, s], group_b(s), cfg, pe, cnt)
         for k in counts:
             counts[k][:, s] = cnt[k]
         if progress is not None:
@@ -348,7 +435,7 @@ def tile_gemm_numpy(S, P, cfg: TileConfig = TileConfig(), progress=None,
     n_inst = inst_rb.size
     out = np.zeros((nb * R, Mp), dtype=np.uint16)
     gc = np.zeros((n_inst, G), dtype=np.int64)
-    counts = dict.fromkeys(("useful", "exponent_block", "shift_range", "lock_step", "no_term"), 0)
+    counts = dict.fromkeys(_COUNTERS, 0)
     steps = -(-n_inst // chunk) * G
     done_steps = 0
     for lo in range(0, n_inst, chunk):

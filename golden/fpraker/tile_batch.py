@@ -14,9 +14,13 @@ imported, and is optional: without it :func:`available` is false and :func:`tile
 raises ``RuntimeError`` (callers then use the NumPy model).
 
 What is compiled (per column instance = one tile row block x one serial row, all independent):
-group after group, the lock-step cycle protocol of :func:`golden.fpraker.tile._columns_group`
-(encoder lanes shared by the column's PEs, ``taken``/``done`` flags, pops and drops, the
-exponent-block skew of ``share_exp``, ``min_cycles``), the PE cycle rules of
+group after group, the column protocol of the configuration's ``sync``: the lock-step cycle
+protocol of :func:`golden.fpraker.tile._columns_group` (:func:`_gemm_kernel`: encoder lanes
+shared by the column's PEs, ``taken``/``done`` flags, pops and drops, the exponent-block skew
+of ``share_exp``, ``min_cycles``) or the independent protocol of
+:func:`golden.fpraker.tile._columns_group_independent` (:func:`_gemm_kernel_independent`: each
+PE's group run to its end on its own copy of the term masks, the column's group time the
+latest PE end after its skew, at least ``min_cycles``), the PE cycle rules of
 :func:`golden.fpraker.pe.step_lanes` / :func:`~golden.fpraker.pe.start_group` in both exponent modes,
 ``shift_jam``, ``align_acc`` and NORM_RNE (:func:`golden.common.accumulator.norm_rne`: RNE of
 the signed step sum to ``1.P``, exponent kept modulo ``2**10`` as the ``overflow="wrap"``
@@ -54,8 +58,8 @@ try:
 except ImportError:           # the engine is optional: available() is false
     numba = None
 
-#: order of the per-instance counters the kernel returns
-_COUNTS = ("useful", "exponent_block", "shift_range", "lock_step", "no_term")
+#: order of the per-instance counters the kernels return
+_COUNTS = ("useful", "exponent_block", "shift_range", "lock_step", "no_term", "column_wait")
 
 
 def _jit(f):
@@ -176,6 +180,109 @@ def _align(zero, sign, exp, sig, E, F, P):
 
 
 @_jit
+def _acc_state(R):
+    """The accumulators of ``R`` PEs: zero, sign, exponent and significand arrays."""
+    return (np.zeros(R, dtype=np.bool_), np.zeros(R, dtype=np.int64),
+            np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64))
+
+
+@_jit
+def _clear(zero, sign, exp, sig):
+    """Every accumulator back to zero (a new reduction)."""
+    for r in range(zero.size):
+        zero[r] = True
+        sign[r] = 0
+        exp[r] = 0
+        sig[r] = 0
+
+
+@_jit
+def _load_group(S, m, g, rec_rem, rec_negm, enc, negm, ea, sa):
+    """The encoder lanes of serial row ``m``'s group ``g``: each lane's term mask ``enc`` and
+    its signs ``negm`` (from the recoder tables), the A exponent ``ea`` (unbiased) and sign
+    ``sa``.  Returns the mask of lanes that have terms."""
+    one = np.int64(1)
+    encm = np.int64(0)
+    for i in range(S.shape[2]):
+        a = np.int64(S[m, g, i])
+        ef = (a >> 7) & 255
+        sa[i] = (a >> 15) & 1
+        ea[i] = ef - 127
+        ix = 128 + (a & 127) if ef != 0 else 0
+        enc[i] = rec_rem[ix]
+        negm[i] = rec_negm[ix]
+        if enc[i] != 0:
+            encm |= one << i
+    return encm
+
+
+@_jit
+def _step_exponent(mask, tw, ebrow, zero, exp):
+    """E over the lanes of ``mask`` (weights ``tw[i] + ebrow[i]``: the term's weight with the
+    B exponent) and a non-zero accumulator's exponent ``exp``; 0 when there is neither."""
+    one = np.int64(1)
+    E = np.int64(0)
+    any_w = False
+    mm = mask
+    while mm != 0:
+        i = _ctz(mm)
+        mm ^= one << i
+        w = tw[i] + np.int64(ebrow[i])
+        if not any_w or w > E:
+            E = w
+        any_w = True
+    if not zero and (not any_w or exp > E):
+        E = exp
+    return E
+
+
+@_jit
+def _bounds(mask, E, tw, ebrow, kmax, kk):
+    """Per lane of ``mask`` its ``k = E - weight`` (into ``kk``); returns ``(base, run, ob)``:
+    the smallest ``k`` of the lanes in bounds, those lanes, and the lanes out of bounds
+    (``k > kmax``, OB-a)."""
+    one = np.int64(1)
+    base = np.int64(0)
+    any_run = False
+    run = np.int64(0)
+    ob = np.int64(0)
+    mm = mask
+    while mm != 0:
+        i = _ctz(mm)
+        mm ^= one << i
+        k = E - tw[i] - np.int64(ebrow[i])
+        kk[i] = k
+        if k > kmax:
+            ob |= one << i
+        else:
+            run |= one << i
+            if not any_run or k < base:
+                base = k
+            any_run = True
+    return base, run, ob
+
+
+@_jit
+def _store(X, E, F, Pk, r, zero, sign, exp, sig):
+    """Normalize the sum ``X`` on the ``2**(E - F)`` grid into PE ``r``'s accumulator."""
+    z, s_, e_, m_ = _norm(X, E, F, Pk)
+    zero[r] = z
+    sign[r] = s_
+    exp[r] = e_
+    sig[r] = m_
+
+
+@_jit
+def _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig):
+    """Instance ``q``'s final accumulators into the outputs, PE ``(q, r)`` at ``q * R + r``."""
+    for r in range(R):
+        out_zero[q * R + r] = zero[r]
+        out_sign[q * R + r] = sign[r]
+        out_exp[q * R + r] = exp[r]
+        out_sig[q * R + r] = sig[r]
+
+
+@_jit
 def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_cycles,
                  rec_rem, rec_negm, msb9, lo, hi,
                  out_zero, out_sign, out_exp, out_sig, gc, cnt):
@@ -200,10 +307,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
     eat = np.zeros(L, dtype=np.int64)      # ABe_i - t_i minus the B exponent: ea_i - t_i
     sneg = np.zeros(L, dtype=np.int64)     # sign of A times the presented term's sign
     jl = np.zeros(L, dtype=np.int64)
-    zero = np.zeros(R, dtype=np.bool_)
-    sign = np.zeros(R, dtype=np.int64)
-    exp = np.zeros(R, dtype=np.int64)
-    sig = np.zeros(R, dtype=np.int64)
+    zero, sign, exp, sig = _acc_state(R)
     eg = np.zeros(R, dtype=np.int64)
     xg = np.zeros(R, dtype=np.int64)
     done = np.zeros(R, dtype=np.int64)
@@ -212,11 +316,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
         rb = q // Mp
         m = q - rb * Mp
         r0 = rb * R
-        for r in range(R):
-            zero[r] = True
-            sign[r] = 0
-            exp[r] = 0
-            sig[r] = 0
+        _clear(zero, sign, exp, sig)
         n_use = 0
         n_exp = 0
         n_shift = 0
@@ -224,14 +324,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
         n_none = 0
         for g in range(G):
             # ---- group set-up: the encoder lanes (A); a zero B marks the PE's lane done
-            for i in range(L):
-                a = np.int64(S[m, g, i])
-                ef = (a >> 7) & 255
-                sa[i] = (a >> 15) & 1
-                ea[i] = ef - 127
-                ix = 128 + (a & 127) if ef != 0 else 0
-                enc[i] = rec_rem[ix]
-                negm[i] = rec_negm[ix]
+            _load_group(S, m, g, rec_rem, rec_negm, enc, negm, ea, sa)
             for r in range(R):
                 done[r] = np.int64(zmP[r0 + r, g])
                 taken[r] = 0
@@ -265,20 +358,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                             n_started += 1
                     if group and c == 1 + (1 if share and (r & 1) == 1 else 0):
                         # exponent block: E_g over the first terms and the accumulator
-                        has = encm & ~done[r]
-                        E = np.int64(0)
-                        any_w = False
-                        mm = has
-                        while mm != 0:
-                            i = _ctz(mm)
-                            mm ^= one << i
-                            w = eat[i] + np.int64(ebP[row, g, i])
-                            if not any_w or w > E:
-                                E = w
-                            any_w = True
-                        if not zero[r]:
-                            if not any_w or exp[r] > E:
-                                E = exp[r]
+                        E = _step_exponent(encm & ~done[r], eat, ebP[row, g], zero[r], exp[r])
                         eg[r] = E
                         xg[r] = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk)
                     dm = done[r]
@@ -292,34 +372,8 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                         if group:
                             E = eg[r]
                         else:
-                            E = np.int64(0)
-                            first = True
-                            mm = elig
-                            while mm != 0:
-                                i = _ctz(mm)
-                                mm ^= one << i
-                                w = eat[i] + np.int64(ebP[row, g, i])
-                                if first or w > E:
-                                    E = w
-                                first = False
-                            if not zero[r] and exp[r] > E:
-                                E = exp[r]
-                        base = np.int64(0)
-                        any_run = False
-                        run = np.int64(0)
-                        mm = elig
-                        while mm != 0:
-                            i = _ctz(mm)
-                            mm ^= one << i
-                            k = E - eat[i] - np.int64(ebP[row, g, i])
-                            kk[i] = k
-                            if k > kmax:
-                                ob |= one << i           # OB-a
-                            else:
-                                run |= one << i
-                                if not any_run or k < base:
-                                    base = k
-                                any_run = True
+                            E = _step_exponent(elig, eat, ebP[row, g], zero[r], exp[r])
+                        base, run, ob = _bounds(elig, E, eat, ebP[row, g], kmax, kk)  # OB-a
                         T = np.int64(0)
                         mm = run
                         while mm != 0:
@@ -341,12 +395,8 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                         if group:
                             xg[r] += Tg
                         else:
-                            X = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg
-                            z, s_, e_, m_ = _norm(X, E, F, Pk)
-                            zero[r] = z
-                            sign[r] = s_
-                            exp[r] = e_
-                            sig[r] = m_
+                            _store(_align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg, E,
+                                   F, Pk, r, zero, sign, exp, sig)
                     # (step mode without an eligible lane leaves the accumulator unchanged:
                     # aligning it to its own exponent and renormalizing is exact)
                     n_p = _popcount(proc)
@@ -387,21 +437,124 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
             gc[q, g] = c
             if group:
                 for r in range(R):
-                    z, s_, e_, m_ = _norm(xg[r], eg[r], F, Pk)
-                    zero[r] = z
-                    sign[r] = s_
-                    exp[r] = e_
-                    sig[r] = m_
-        for r in range(R):
-            out_zero[q * R + r] = zero[r]
-            out_sign[q * R + r] = sign[r]
-            out_exp[q * R + r] = exp[r]
-            out_sig[q * R + r] = sig[r]
+                    _store(xg[r], eg[r], F, Pk, r, zero, sign, exp, sig)
+        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig)
         cnt[q, 0] = n_use
         cnt[q, 1] = n_exp
         cnt[q, 2] = n_shift
         cnt[q, 3] = n_lock
         cnt[q, 4] = n_none
+
+
+@_jit
+def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax,
+                             min_cycles, rec_rem, rec_negm, msb9, lo, hi,
+                             out_zero, out_sign, out_exp, out_sig, gc, cnt):
+    """:func:`_gemm_kernel` under ``sync = "independent"`` (same arguments and outputs): the
+    PEs of a column do not interact within a group, so each PE runs its group to completion on
+    its own copy of the encoder lanes' term masks (the standalone PE's rules,
+    :func:`golden.fpraker.tile._columns_group_independent`), and the column's group takes
+    ``max(min_cycles, max_r(offset_r + cycles_r))`` cycles; the lane-cycles of a PE outside
+    its own cycles are ``exponent_block`` (before its start) and ``column_wait`` (after its
+    end)."""
+    G = S.shape[1]
+    L = S.shape[2]
+    sh_t = F - 7 - dmax
+    one = np.int64(1)
+    kk = np.zeros(L, dtype=np.int64)
+    enc = np.zeros(L, dtype=np.int64)
+    negm = np.zeros(L, dtype=np.int64)
+    ea = np.zeros(L, dtype=np.int64)
+    sa = np.zeros(L, dtype=np.int64)
+    rem = np.zeros(L, dtype=np.int64)
+    tw = np.zeros(L, dtype=np.int64)       # weight of each lane's next term: ea_i - t_i
+    zero, sign, exp, sig = _acc_state(R)
+    fin = np.zeros(R, dtype=np.int64)
+    for q in range(lo, hi):
+        rb = q // Mp
+        m = q - rb * Mp
+        r0 = rb * R
+        _clear(zero, sign, exp, sig)
+        n_use = 0
+        n_exp = 0
+        n_shift = 0
+        n_busy = 0
+        n_wait = 0
+        for g in range(G):
+            encm = _load_group(S, m, g, rec_rem, rec_negm, enc, negm, ea, sa)
+            col = min_cycles
+            for r in range(R):
+                row = r0 + r
+                off = 1 if share and (r & 1) == 1 else 0
+                # the PE's copy of the term masks; a zero B marks its lane done
+                dm = np.int64(zmP[row, g])
+                live = encm & ~dm
+                mm = live
+                while mm != 0:
+                    i = _ctz(mm)
+                    mm ^= one << i
+                    rem[i] = enc[i]
+                    tw[i] = ea[i] - (7 - msb9[rem[i]])
+                E = np.int64(0)
+                xg = np.int64(0)
+                if group:
+                    # exponent block: E_g over the first terms and the accumulator
+                    E = _step_exponent(live, tw, ebP[row, g], zero[r], exp[r])
+                    xg = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk)
+                n = 0
+                while True:
+                    n += 1
+                    if live != 0:
+                        if not group:
+                            E = _step_exponent(live, tw, ebP[row, g], zero[r], exp[r])
+                        base, run, ob = _bounds(live, E, tw, ebP[row, g], kmax, kk)  # OB-a
+                        T = np.int64(0)
+                        mm = run
+                        while mm != 0:
+                            i = _ctz(mm)
+                            mm ^= one << i
+                            d = kk[i] - base
+                            if d <= dmax:
+                                j = msb9[rem[i]]
+                                v = np.int64(sgbP[row, g, i]) << (dmax - d)
+                                if (sa[i] ^ ((negm[i] >> j) & 1)) == 1:
+                                    T -= v
+                                else:
+                                    T += v
+                                n_use += 1
+                                rem[i] &= ~(one << j)
+                                if rem[i] == 0 or kk[i] >= kmax:
+                                    live &= ~(one << i)  # exhausted, or OB-b
+                                else:
+                                    tw[i] = ea[i] - (7 - msb9[rem[i]])
+                            else:
+                                n_shift += 1
+                        live &= ~ob
+                        Tg = _shift_jam(T, base - sh_t)
+                        if group:
+                            xg += Tg
+                        else:
+                            _store(_align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg, E,
+                                   F, Pk, r, zero, sign, exp, sig)
+                    if live == 0:
+                        break
+                if group:
+                    _store(xg, E, F, Pk, r, zero, sign, exp, sig)
+                n_exp += off * L
+                n_busy += n * L
+                fin[r] = off + n
+                if off + n > col:
+                    col = off + n
+            for r in range(R):
+                n_wait += (col - fin[r]) * L
+            gc[q, g] = col
+        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig)
+        cnt[q, 0] = n_use
+        cnt[q, 1] = n_exp
+        cnt[q, 2] = n_shift
+        cnt[q, 3] = 0
+        cnt[q, 4] = n_busy - n_use - n_shift
+        cnt[q, 5] = n_wait
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,12 +565,12 @@ def available() -> bool:
     return numba is not None
 
 
-def _compiled():
-    """The compiled kernel; ``RuntimeError`` without numba."""
+def _compiled(sync: str = "lockstep"):
+    """The compiled kernel of the ``sync`` protocol; ``RuntimeError`` without numba."""
     if numba is None:
         raise RuntimeError("golden.fpraker.tile_batch needs numba (pip install numba); "
                            "use golden.fpraker.gemm.tile_gemm(..., engine='numpy') without it")
-    return _gemm_kernel
+    return _gemm_kernel_independent if sync == "independent" else _gemm_kernel
 
 
 # ----------------------------------------------------------------------------------------------
@@ -427,7 +580,7 @@ def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 20
     """The fast engine's GEMM: ``(GemmResult, group cycles (nb, Mp, G))``."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads={threads!r}: expected an int >= 1")
-    kernel = _compiled()
+    kernel = _compiled(cfg.sync)
     S3, P3 = gemm_groups(S, P, cfg.lanes)
     # the NumPy model's operand checks (Inf/NaN, range) and messages
     decode_bf16(S3)
@@ -531,35 +684,48 @@ def _timed(f):
 def bench_tile_gemm(scale: int = 1, seed: int = 0) -> str:
     """Markdown table: MACs/s of the compiled engine and of the NumPy model on a MiniLM-like
     layer (``S`` 128 x 384 ReLU activations, ``P`` 384 x 384 N(0,1) weights, default
-    :class:`~golden.fpraker.tile.TileConfig`, plus the engine in step mode), sizes divided by
+    :class:`~golden.fpraker.tile.TileConfig`) under both column protocols (``sync`` =
+    ``"lockstep"`` and ``"independent"``), plus the engine in step mode, sizes divided by
     ``scale``.  MACs/s are given per wall second and per CPU second of this process (one core:
     the engine runs on one thread here, as does the NumPy model; CPU time is the robust figure
     on a loaded machine).  The engine's first call (JIT compile, or loading numba's cache) is
-    timed separately, and the two engines' results are compared."""
+    timed separately, and the two engines' results are compared under each protocol; the
+    notes give each protocol's cycles per group and its lane-cycle breakdown."""
     from .pe import random_operands
-    from .tile import tile_gemm_numpy
+    from .tile import SYNCS, tile_gemm_numpy
     rng = np.random.default_rng(seed)
     M, K, N = max(1, 128 // scale), max(1, 384 // scale), max(1, 384 // scale)
     S, _ = random_operands(rng, M, K, "relu")
     P, _ = random_operands(rng, N, K, "normal")
-    cfg = TileConfig()
-    kernel = _compiled()
-    misses = sum(kernel.stats.cache_misses.values())
-    _, t_first, _ = _timed(lambda: tile_gemm_fast(S[:1, :8], P[:1, :8], cfg))
-    how = ("JIT compile" if sum(kernel.stats.cache_misses.values()) > misses
+    cfgs = {sync: TileConfig(sync=sync) for sync in SYNCS}
+    kernels = [_compiled(sync) for sync in SYNCS]
+    misses = sum(sum(k.stats.cache_misses.values()) for k in kernels)
+    _, t_first, _ = _timed(lambda: [tile_gemm_fast(S[:1, :8], P[:1, :8], c)
+                                    for c in cfgs.values()])
+    how = ("JIT compile" if sum(sum(k.stats.cache_misses.values()) for k in kernels) > misses
            else "loaded from numba's cache")
-    (fast, gc), w_fast, c_fast = _timed(lambda: _run(S, P, cfg))
-    step_cfg = TileConfig(exp_mode="step")
-    _, w_step, c_step = _timed(lambda: _run(S, P, step_cfg))
-    ref, w_np, c_np = _timed(lambda: tile_gemm_numpy(S, P, cfg))
-    same = (np.array_equal(fast.out, ref.out) and fast.cycles == ref.cycles
-            and fast.stalls == ref.stalls and fast.useful == ref.useful)
-    macs = fast.macs
-
-    def row(name, w, c):
-        return (f"| {name} | {w:.3f} | {c:.3f} | {macs / w / 1e6:.2f} M | "
-                f"{macs / c / 1e6:.2f} M |")
-
+    rows, notes = [], []
+    for sync, cfg in cfgs.items():
+        (fast, gc), w_fast, c_fast = _timed(lambda: _run(S, P, cfg))
+        _, w_step, c_step = _timed(lambda: _run(S, P, TileConfig(sync=sync, exp_mode="step")))
+        ref, w_np, c_np = _timed(lambda: tile_gemm_numpy(S, P, cfg))
+        same = (np.array_equal(fast.out, ref.out) and fast.cycles == ref.cycles
+                and fast.stalls == ref.stalls and fast.useful == ref.useful)
+        macs = fast.macs
+        for name, w, c in ((f"numba tile_gemm_fast (warm), sync={sync}", w_fast, c_fast),
+                           (f"numba tile_gemm_fast (warm), sync={sync}, exp_mode=step", w_step,
+                            c_step),
+                           (f"NumPy tile_gemm, sync={sync}", w_np, c_np)):
+            rows.append(f"| {name} | {w:.3f} | {c:.3f} | {macs / w / 1e6:.2f} M | "
+                        f"{macs / c / 1e6:.2f} M |")
+        lane = fast.lane_cycles
+        shares = ", ".join(f"{k} {v / lane:.1%}" for k, v in
+                           [("useful", fast.useful), *fast.stalls.items()])
+        notes += [f"- sync={sync}: mean cycles per column group {gc.mean():.3f}; tile cycles "
+                  f"per group {fast.cycles / (fast.tile_runs * fast.groups):.3f}; lane-cycles: "
+                  f"{shares}; results identical (out, cycles, stalls, useful): "
+                  f"{'yes' if same else 'NO'}"]
+    cfg = cfgs["lockstep"]
     lines = [
         f"tile_gemm on a MiniLM-like layer: S {M}x{K} (relu) by P {N}x{K} (normal), "
         f"TileConfig() ({cfg.rows}x{cfg.cols}x{cfg.lanes}, {cfg.exp_mode} mode); "
@@ -567,14 +733,10 @@ def bench_tile_gemm(scale: int = 1, seed: int = 0) -> str:
         "",
         "| engine | wall s | CPU s | MACs/s (wall) | MACs/s (CPU) |",
         "|---|---:|---:|---:|---:|",
-        row("numba tile_gemm_fast (warm)", w_fast, c_fast),
-        row("numba tile_gemm_fast (warm), exp_mode=step", w_step, c_step),
-        row("NumPy tile_gemm", w_np, c_np),
+        *rows,
         "",
-        f"- numba first call ({how}): {t_first:.2f} s wall",
-        f"- mean cycles per column group: {gc.mean():.3f}; tile cycles per group: "
-        f"{fast.cycles / (fast.tile_runs * fast.groups):.3f}",
-        f"- results identical (out, cycles, stalls, useful): {'yes' if same else 'NO'}",
+        f"- numba first calls ({how}): {t_first:.2f} s wall",
+        *notes,
     ]
     return "\n".join(lines)
 

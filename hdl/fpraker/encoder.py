@@ -19,6 +19,28 @@ from ..common.signatures import TermStreamSignature
 DIGITS = 9
 
 
+def recode_digits(m, sig, encoding: str, name: str = ""):
+    """The digit recoder of spec §2.2 on the 8-bit significand ``sig`` (hidden bit included):
+    ``(digits, negs)``, 9-bit masks of the non-zero digits (bit ``j`` = the term at
+    ``t = 7 - j``) and of the negative ones.  ``encoding`` ``"csd"``: the NAF circuit
+    (``x3 = 3n``; ``pos = (x3 & ~n) >> 1``; ``neg = (~x3 & n) >> 1``); ``"binary"``: the
+    significand's bits.  Combinational; ``name`` prefixes the signals' names."""
+    digits = Signal(DIGITS, name=f"{name}digits")
+    negs = Signal(DIGITS, name=f"{name}negs")
+    if encoding == "csd":
+        n = Signal(10, name=f"{name}n")     # zero-extended so that ~n has ones above bit 7
+        x3 = Signal(10, name=f"{name}x3")
+        m.d.comb += [
+            n.eq(sig),
+            x3.eq(n + (n << 1)),
+            digits.eq((((x3 & ~n) | (~x3 & n)) >> 1)[:DIGITS]),
+            negs.eq(((~x3 & n) >> 1)[:DIGITS]),
+        ]
+    else:
+        m.d.comb += [digits.eq(sig), negs.eq(0)]
+    return digits, negs
+
+
 class TermEncoderLane(wiring.Component):
     """One encoder lane: load a significand, then pop its terms MSB first.
 
@@ -69,19 +91,7 @@ class TermEncoderLane(wiring.Component):
         rem = Signal(DIGITS)    # digits not yet popped
         negm = Signal(DIGITS)   # sign of each digit (1 = negative)
 
-        digits = Signal(DIGITS)
-        negs = Signal(DIGITS)
-        if self.encoding == "csd":
-            n = Signal(10)      # zero-extended so that ~n has ones above bit 7, as in the spec
-            x3 = Signal(10)
-            m.d.comb += [
-                n.eq(self.sig),
-                x3.eq(n + (n << 1)),
-                digits.eq((((x3 & ~n) | (~x3 & n)) >> 1)[:DIGITS]),
-                negs.eq(((~x3 & n) >> 1)[:DIGITS]),
-            ]
-        else:
-            m.d.comb += [digits.eq(self.sig), negs.eq(0)]
+        digits, negs = recode_digits(m, self.sig, self.encoding)
 
         # the current term is the leading digit: isolate it instead of encoding an index and
         # decoding it again for the pop; tp = 8 - j is then an OR over the one-hot lead
@@ -154,4 +164,4 @@ class TermEncoder(wiring.Component):
         return m
 
 
-__all__ = ["TermEncoderLane", "TermEncoder"]
+__all__ = ["recode_digits", "TermEncoderLane", "TermEncoder"]

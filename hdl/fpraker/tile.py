@@ -3,9 +3,20 @@
 ``rows`` x ``cols`` PEs in the group exponent mode (the paper's Block 1 once per group), with
 
 * one term encoder of ``lanes`` lanes per column (``col<c>.encoder``), shared by the column's
-  PEs in lock-step: a lane pops its term when every PE has taken it or is done with the lane,
-  and drops the rest when every PE is done (the OB signals AND-ed down the column, §5.3); the
-  encoder also tells when a term is a lane's last, which ends the group;
+  PEs under one of two protocols (``sync``, §5.3):
+
+  - ``"lockstep"`` (:class:`hdl.fpraker.encoder.TermEncoder`): every PE sees each lane's
+    current term; a lane pops its term when every PE has taken it or is done with the lane,
+    and drops the rest when every PE is done (the OB signals AND-ed down the column); the
+    encoder also tells when a term is a lane's last, which ends the group;
+  - ``"independent"`` (:class:`TermMasks`): the encoder holds the group's A mantissas and
+    broadcasts every lane's whole term mask (the recoder's digits and signs); each PE picks
+    its own terms with a :class:`TermSelector` (``pe<r>_<c>.selector``: per lane a 4-bit
+    cursor, the position below the last term the PE took, and the encoder's leading-one "next
+    term" logic over the mask bits at or below it), so every PE runs the standalone PE's
+    schedule.  A PE raises ``fin`` with the cycle that leaves its lanes exhausted or done and
+    then waits; the column's group ends when every PE has ``fin`` (and, with ``share_exp``,
+    not before its second cycle);
 * one exponent block per two PEs of a column (``xb<c>_<j>``, ``share_exp``), serving row ``2j``
   in the group's first cycle and row ``2j + 1`` in the second: ``E_g`` over the lanes' first
   terms and the PE's accumulator, the narrow per-lane offsets ``delta = E_g - ABe`` (clamped at
@@ -27,8 +38,12 @@ the first column may begin group ``s``.  ``busy`` is high while some column work
 of busy cycles is the golden ``cycles``.
 
 The ``trace`` port shows, per PE, the lanes processed this cycle (``proc``), the lanes stalled
-by the shift window (``shift``), whether the PE has started the group (``started``), and per
-column whether it works on a group (``working``), for the testbench's stall-count check.
+by the shift window (``shift``), whether the PE has started the group (``started``), under
+``sync = "independent"`` whether it finished the group and waits (``waiting``), and per column
+whether it works on a group (``working``), for the testbench's stall-count check.
+
+The lock-step tile's Verilog does not depend on the independent protocol's blocks: they are
+built only when ``sync = "independent"``.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -45,7 +60,8 @@ from ..common.arith import jam_right, tree_reduce
 from ..common.formats import layout
 from ..common.rounding import Round
 from ..common.signatures import AccumulatorSignature, TileSignature
-from .encoder import TermEncoder
+from ..common import leading_one
+from .encoder import DIGITS, TermEncoder, recode_digits
 from .pe import ShiftReduce
 
 BF = layout(BF16)
@@ -178,6 +194,67 @@ class GroupAccumulator(wiring.Component):
         return m
 
 
+class TermSelector(wiring.Component):
+    """A PE's own term selector over its column's broadcast term masks (``sync =
+    "independent"``, spec §5.3 [C']): per lane a 4-bit cursor, the ``tp`` of the highest term
+    position the PE may still take (0 at a group's start, ``tp + 1`` once the PE took the term
+    at ``tp``), and the encoder's "next term" logic (leading one, position, sign) over the
+    lane's term mask with the positions above the cursor masked off.  Terms are taken most
+    significant first, so the cursor is all the per-lane state a PE needs: 4 flip-flops per
+    lane instead of a 9-bit copy of the mask.
+
+    Latency: the selection is combinational; ``pop`` moves the cursor at the clock edge.  The
+    cursors need no enable: outside a group ``pop`` and ``first`` are low and they hold, and
+    the group's first cycle reads them as 0 whatever they hold.
+
+    Ports
+    -----
+    digits, negs : In(9) array of ``lanes``
+        The column's term masks of the group (bit ``j`` = the term at ``tp = 8 - j``) and their
+        signs; constant while the column works on the group.
+    first : In(1)
+        The column's first cycle of a group: every cursor reads as 0.
+    pop : In(lanes)
+        The PE takes the lanes' presented terms this cycle.
+    valid, neg, last : Out(lanes); tp : Out(4) array
+        Per lane: a term is presented, its sign, it is the lane's last, its ``tp = t + 1``.
+    """
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        super().__init__({
+            "digits": In(DIGITS).array(lanes), "negs": In(DIGITS).array(lanes),
+            "first": In(1), "pop": In(lanes),
+            "valid": Out(lanes), "tp": Out(4).array(lanes), "neg": Out(lanes),
+            "last": Out(lanes),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+
+        def encode(lead, value):
+            # the 4-bit value(j) of a one-hot lead, as an OR per bit (no adder)
+            return Cat(*(Cat(*(lead[j] for j in range(DIGITS) if value(j) >> b & 1)).any()
+                         for b in range(4)))
+
+        for i in range(self.lanes):
+            cur = Signal(range(DIGITS + 1), name=f"cursor{i}")
+            cur_c = Signal(range(DIGITS + 1), name=f"cursor_c{i}")
+            avail = Signal(DIGITS, name=f"avail{i}")
+            m.d.comb += [cur_c.eq(Mux(self.first, 0, cur)),
+                         avail.eq(self.digits[i] & Cat(*(cur_c <= DIGITS - 1 - j
+                                                         for j in range(DIGITS))))]
+            lead, rest = leading_one(m, avail, name=f"term{i}")
+            m.d.comb += [
+                self.valid[i].eq(avail.any()),
+                self.tp[i].eq(encode(lead, lambda j: 8 - j)),
+                self.neg[i].eq((self.negs[i] & lead).any()),
+                self.last[i].eq(avail.any() & ~rest.any()),
+            ]
+            m.d.sync += cur.eq(Mux(self.pop[i], encode(lead, lambda j: 9 - j), cur_c))
+        return m
+
+
 class TilePE(wiring.Component):
     """One PE of the tile (group exponent mode; see the module docstring).
 
@@ -190,30 +267,46 @@ class TilePE(wiring.Component):
         The PE's exponent block serves it this cycle (its first cycle of the group).
     eg_in : In(signed(10)); delta_in : In array; ag_in : In(signed)
         The exponent block's outputs (used when ``serve``).
-    valid, tp, neg : the column encoder's terms; a_sign : In(lanes)
+    valid, tp, neg : the column encoder's terms (``sync = "lockstep"``); a_sign : In(lanes)
+    digits, negs : In(9) array
+        ``sync = "independent"``: the column's broadcast term masks, which the PE's own
+        :class:`TermSelector` (``selector``) turns into its terms.
     b : In(bf16) array
         The PE's B values of the current group (its row's buffer entry).
     advance : In(lanes)
-        The column's encoder pops these lanes at this edge.
+        ``sync = "lockstep"``: the column's encoder pops these lanes at this edge.
     done_out, taken_out : Out(lanes)
-        Lanes this PE is done with / has taken, after this cycle.
+        ``sync = "lockstep"``: lanes this PE is done with / has taken, after this cycle.
+    fin : Out(1)
+        ``sync = "independent"``: the PE has finished the group with this cycle or before
+        (every lane exhausted or done, the standalone PE's rule); it then takes no term and
+        waits for the column's last cycle.
     zero_in : Out(1)
         The accumulator as the exponent block must see it (zero, or the group clears it).
     proc, shift : Out(lanes); started : Out(1)
+    waiting : Out(1)
+        ``sync = "independent"``: started and finished before this cycle (trace).
     acc : Out(AccumulatorSignature)
     """
 
     def __init__(self, cfg: TileConfig):
         self.cfg = cfg
         L = cfg.lanes
+        if cfg.sync == "independent":
+            terms = {"digits": In(DIGITS).array(L), "negs": In(DIGITS).array(L),
+                     "a_sign": In(L), "b": In(BF).array(L),
+                     "fin": Out(1), "zero_in": Out(1), "proc": Out(L), "shift": Out(L),
+                     "started": Out(1), "waiting": Out(1)}
+        else:
+            terms = {"valid": In(L), "tp": In(4).array(L), "neg": In(L), "a_sign": In(L),
+                     "b": In(BF).array(L), "advance": In(L),
+                     "done_out": Out(L), "taken_out": Out(L), "zero_in": Out(1),
+                     "proc": Out(L), "shift": Out(L), "started": Out(1)}
         super().__init__({
             "busy": In(1), "first": In(1), "last": In(1), "clear": In(1), "serve": In(1),
             "eg_in": In(signed(EG_W)), "delta_in": In(_delta_width(cfg)).array(L),
             "ag_in": In(signed(_x_width(cfg))),
-            "valid": In(L), "tp": In(4).array(L), "neg": In(L), "a_sign": In(L),
-            "b": In(BF).array(L), "advance": In(L),
-            "done_out": Out(L), "taken_out": Out(L), "zero_in": Out(1),
-            "proc": Out(L), "shift": Out(L), "started": Out(1),
+            **terms,
             "acc": Out(AccumulatorSignature(cfg.keep_bits)),
         })
 
@@ -223,10 +316,22 @@ class TilePE(wiring.Component):
         L, KMAX, DMAX = cfg.lanes, cfg.kmax, cfg.dmax
         KW, DW = _k_width(cfg), _delta_width(cfg)
 
+        indep = cfg.sync == "independent"
         started = Signal()
         delta = [Signal(DW, name=f"delta{i}") for i in range(L)]
         done = Signal(L)
-        taken = Signal(L)
+        if indep:
+            # the PE's own term selector over the broadcast masks, and its "finished the
+            # group" flag (it waits for the column's slowest PE)
+            sel = m.submodules.selector = TermSelector(L)
+            m.d.comb += [sel.digits[i].eq(self.digits[i]) for i in range(L)]
+            m.d.comb += [sel.negs[i].eq(self.negs[i]) for i in range(L)]
+            m.d.comb += sel.first.eq(self.first)
+            valid, tp, neg = sel.valid, sel.tp, sel.neg
+            finished = Signal()
+        else:
+            taken = Signal(L)
+            valid, tp, neg = self.valid, self.tp, self.neg
 
         accu = m.submodules.accumulator = GroupAccumulator(cfg)
         wiring.connect(m, accu.acc, wiring.flipped(self.acc))
@@ -236,20 +341,25 @@ class TilePE(wiring.Component):
         bzero = Cat(*(self.b[i].exp == 0 for i in range(L)))
         st = Signal()
         done_c = Signal(L)
-        taken_c = Signal(L)
+        if not indep:
+            taken_c = Signal(L)
         eg_c = Signal(signed(EG_W))
         x_c = Signal(signed(_x_width(cfg)))
         m.d.comb += [
             st.eq(self.busy & (started | self.serve)),
             done_c.eq(Mux(self.first, bzero, done)),
-            taken_c.eq(Mux(self.first, 0, taken)),
+            *([] if indep else [taken_c.eq(Mux(self.first, 0, taken))]),
             eg_c.eq(Mux(self.serve, self.eg_in, eg)),
             x_c.eq(Mux(self.serve, self.ag_in, x)),
             self.started.eq(st),
         ]
         # ---- control: k = delta + t, OB-a, base, window
         elig = Signal(L)
-        m.d.comb += elig.eq(Mux(st, self.valid & ~done_c & ~taken_c, 0))
+        if indep:
+            # a PE that finished the group takes no term until the column's next group
+            m.d.comb += elig.eq(Mux(st & ~finished, valid & ~done_c, 0))
+        else:
+            m.d.comb += elig.eq(Mux(st, valid & ~done_c & ~taken_c, 0))
         oob = Signal(L)
         ks = []
         for i in range(L):
@@ -257,7 +367,7 @@ class TilePE(wiring.Component):
             kk = Signal(DW + 1, name=f"kk{i}")        # k + 1 = delta + tp
             k = Signal(KW, name=f"k{i}")
             m.d.comb += [d.eq(Mux(self.serve, self.delta_in[i], delta[i])),
-                         kk.eq(d + self.tp[i]), oob[i].eq(kk > KMAX + 1), k.eq(kk - 1)]
+                         kk.eq(d + tp[i]), oob[i].eq(kk > KMAX + 1), k.eq(kk - 1)]
             ks.append((d, k))
         run = Signal(L)
         m.d.comb += run.eq(elig & ~oob)
@@ -276,7 +386,7 @@ class TilePE(wiring.Component):
         # ---- Block 2: shift and reduce (the standalone PE's block)
         sr = m.submodules.lanes = ShiftReduce(cfg.pe)
         m.d.comb += [sr.proc.eq(proc), sr.base.eq(base),
-                     sr.neg.eq(self.a_sign ^ Cat(*(self.b[i].sign for i in range(L))) ^ self.neg)]
+                     sr.neg.eq(self.a_sign ^ Cat(*(self.b[i].sign for i in range(L))) ^ neg)]
         m.d.comb += [sr.sigb[i].eq(Cat(self.b[i].man, 1)) for i in range(L)]
         m.d.comb += [sr.delta[i].eq(win[i]) for i in range(L)]
 
@@ -289,12 +399,73 @@ class TilePE(wiring.Component):
         obb = Signal(L)
         for i in range(L):
             m.d.comb += obb[i].eq(proc[i] & (ks[i][1] >= KMAX))
+        if indep:
+            # the PE's group ends with this cycle when every lane is exhausted or done (the
+            # standalone PE's rule); the column ends when every PE has ended
+            done_out = Signal(L)
+            lane_fin = Signal(L)
+            fin_now = Signal()
+            m.d.comb += [
+                done_out.eq(done_c | (elig & oob) | obb),
+                sel.pop.eq(proc),
+                lane_fin.eq(~valid | done_out | (proc & sel.last)),
+                fin_now.eq(st & ~finished & lane_fin.all()),
+                self.fin.eq(finished | fin_now),
+                self.waiting.eq(st & finished),
+            ]
+            with m.If(self.busy):
+                m.d.sync += [started.eq(st & ~self.last), done.eq(done_out),
+                             finished.eq(self.fin & ~self.last)]
+                m.d.sync += [delta[i].eq(ks[i][0]) for i in range(L)]
+            return m
         m.d.comb += [self.done_out.eq(done_c | (elig & oob) | obb),
                      self.taken_out.eq(taken_c | proc)]
         with m.If(self.busy):
             m.d.sync += [started.eq(st & ~self.last),
                          done.eq(self.done_out), taken.eq(self.taken_out & ~self.advance)]
             m.d.sync += [delta[i].eq(ks[i][0]) for i in range(L)]
+        return m
+
+
+class TermMasks(wiring.Component):
+    """A column's term encoder under ``sync = "independent"`` (spec §5.3 [C']): it broadcasts
+    every lane's whole term mask to the column's PEs, whose :class:`TermSelector` s pick their
+    own terms.  It holds the group's A mantissas (7 bits per lane, loaded with the group) and
+    recodes them combinationally (:func:`hdl.fpraker.encoder.recode_digits`); the masks stay
+    constant while the column works on the group.
+
+    Ports
+    -----
+    load : In(1)
+        Register ``man`` at this edge (the column begins a group).
+    man : In(7) array of ``lanes``
+    zero : In(lanes)
+        The lanes whose registered A is zero or denormal (no terms).
+    digits, negs : Out(9) array
+        Per lane the term mask (bit ``j`` = the term at ``tp = 8 - j``) and its signs.
+    valid, lead : Out(lanes)
+        Per lane: the mask has a term; its first term is ``2**+1`` (``tp = 0``, the exponent
+        block's CSD carry).
+    """
+
+    def __init__(self, lanes: int, encoding: str):
+        self.lanes, self.encoding = lanes, encoding
+        super().__init__({
+            "load": In(1), "man": In(7).array(lanes), "zero": In(lanes),
+            "digits": Out(DIGITS).array(lanes), "negs": Out(DIGITS).array(lanes),
+            "valid": Out(lanes), "lead": Out(lanes),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        for i in range(self.lanes):
+            man = Signal(7, name=f"man{i}")
+            with m.If(self.load):
+                m.d.sync += man.eq(self.man[i])
+            digits, negs = recode_digits(m, Cat(man, 1), self.encoding, name=f"lane{i}_")
+            m.d.comb += [self.digits[i].eq(Mux(self.zero[i], 0, digits)),
+                         self.negs[i].eq(negs), self.valid[i].eq(self.digits[i].any()),
+                         self.lead[i].eq(self.digits[i][DIGITS - 1])]
         return m
 
 
@@ -308,26 +479,39 @@ class TileColumn(wiring.Component):
     begin : In(1)
         The column begins its next group at this edge (the tile's synchronization decision).
     taken_all, done_all : In(lanes)
-        Per lane: every PE of the column has taken it or is done / is done (after this cycle).
+        ``sync = "lockstep"``: per lane, every PE of the column has taken it or is done / is
+        done (after this cycle).
+    fin_all : In(1)
+        ``sync = "independent"``: every PE of the column has finished the group.
     busy, first, second, last, clear : Out(1)
     a_exp : Out(8) array; a_sign : Out(lanes)
-    terms : Out(valid, tp, neg) of the encoder; advance : Out(lanes)
+    valid, tp, neg, advance
+        ``sync = "lockstep"``: the encoder's current terms and pops.
+    valid, lead : Out(lanes); digits, negs : Out(9) array
+        ``sync = "independent"``: the :class:`TermMasks` broadcast (lanes with terms, lanes
+        whose first term is ``2**+1``, the term masks and signs).
     free : Out(1)
         The column may begin a group at this edge as far as it is concerned (idle or last).
     error : Out(1)
-        Sticky: the encoder saw a significand without its hidden bit (never here).
+        Sticky: the encoder saw a significand without its hidden bit (never here; constant 0
+        under ``sync = "independent"``, whose encoder inserts the hidden bit itself).
     """
 
     def __init__(self, cfg: TileConfig):
         self.cfg = cfg
         L = cfg.lanes
         from ..common.signatures import tile_a_stream
+        if cfg.sync == "independent":
+            sync = {"fin_all": In(1)}
+            terms = {"valid": Out(L), "lead": Out(L), "digits": Out(DIGITS).array(L),
+                     "negs": Out(DIGITS).array(L)}
+        else:
+            sync = {"taken_all": In(L), "done_all": In(L)}
+            terms = {"valid": Out(L), "tp": Out(4).array(L), "neg": Out(L), "advance": Out(L)}
         super().__init__({
-            "a": In(tile_a_stream(BF16, L)), "begin": In(1),
-            "taken_all": In(L), "done_all": In(L),
+            "a": In(tile_a_stream(BF16, L)), "begin": In(1), **sync,
             "busy": Out(1), "first": Out(1), "second": Out(1), "last": Out(1),
-            "clear": Out(1), "a_exp": Out(8).array(L), "a_sign": Out(L),
-            "valid": Out(L), "tp": Out(4).array(L), "neg": Out(L), "advance": Out(L),
+            "clear": Out(1), "a_exp": Out(8).array(L), "a_sign": Out(L), **terms,
             "free": Out(1), "error": Out(1),
         })
 
@@ -335,9 +519,23 @@ class TileColumn(wiring.Component):
         cfg = self.cfg
         m = Module()
         L = cfg.lanes
+        pay = self.a.payload
+        min_ok = ~self.first if cfg.share_exp else Const(1)
+        if cfg.sync == "independent":
+            enc = m.submodules.encoder = TermMasks(L, cfg.encoding)
+            m.d.comb += [enc.load.eq(self.begin),
+                         enc.zero.eq(Cat(*(self.a_exp[i] == 0 for i in range(L))))]
+            m.d.comb += [enc.man[i].eq(pay.a[i].man) for i in range(L)]
+            m.d.comb += [self.valid.eq(enc.valid), self.lead.eq(enc.lead), self.error.eq(0)]
+            m.d.comb += [self.digits[i].eq(enc.digits[i]) for i in range(L)]
+            m.d.comb += [self.negs[i].eq(enc.negs[i]) for i in range(L)]
+            # the group ends when every PE of the column has finished it
+            m.d.comb += [self.last.eq(self.busy & self.fin_all & min_ok),
+                         self.free.eq(~self.busy | self.last)]
+            self._group_registers(m)
+            return m
         enc = m.submodules.encoder = TermEncoder(EncoderConfig(L, cfg.encoding))
         t = enc.terms
-        pay = self.a.payload
         m.d.comb += [self.valid.eq(t.valid), self.neg.eq(t.neg), self.error.eq(enc.error)]
         m.d.comb += [self.tp[i].eq(t.tp[i]) for i in range(L)]
         for i in range(L):
@@ -351,9 +549,15 @@ class TileColumn(wiring.Component):
         ]
         empty_next = Signal()
         m.d.comb += empty_next.eq((~t.valid | drop | (self.advance & t.last)).all())
-        min_ok = ~self.first if cfg.share_exp else Const(1)
         m.d.comb += [self.last.eq(self.busy & empty_next & min_ok),
                      self.free.eq(~self.busy | self.last)]
+        self._group_registers(m)
+        return m
+
+    def _group_registers(self, m):
+        """The group's A exponents, signs and ``clear``, and the first/second/busy flags."""
+        L = self.cfg.lanes
+        pay = self.a.payload
         with m.If(self.begin):
             m.d.sync += [self.busy.eq(1), self.first.eq(1), self.second.eq(0),
                          self.clear.eq(pay.clear)]
@@ -363,7 +567,6 @@ class TileColumn(wiring.Component):
             m.d.sync += [self.first.eq(0), self.second.eq(self.first)]
             with m.If(self.last):
                 m.d.sync += self.busy.eq(0)
-        return m
 
 
 class BBuffer(wiring.Component):
@@ -417,12 +620,15 @@ class BBuffer(wiring.Component):
 
 class TileTraceSignature(wiring.Signature):
     """Per-cycle activity of the tile for testbenches: ``proc``/``shift`` (lanes) and
-    ``started`` per PE (index ``r * cols + c``), ``working`` per column."""
+    ``started`` per PE (index ``r * cols + c``), ``working`` per column; with ``sync =
+    "independent"`` also ``waiting`` per PE (it finished the group before this cycle and waits
+    for its column's other PEs)."""
 
     def __init__(self, cfg: TileConfig):
         n = cfg.rows * cfg.cols
+        wait = {"waiting": Out(n)} if cfg.sync == "independent" else {}
         super().__init__({"proc": Out(cfg.lanes).array(n), "shift": Out(cfg.lanes).array(n),
-                          "started": Out(n), "working": Out(cfg.cols)})
+                          "started": Out(n), **wait, "working": Out(cfg.cols)})
 
 
 class Tile(wiring.Component):
@@ -432,6 +638,8 @@ class Tile(wiring.Component):
     ----------
     cfg : golden.fpraker.tile.TileConfig
         ``exp_mode`` must be ``"group"`` (the paper's Block 1; the RTL has no step mode tile).
+        ``sync`` picks the column protocol (module docstring); both match the golden model
+        cycle for cycle.
 
     Ports
     -----
@@ -451,6 +659,7 @@ class Tile(wiring.Component):
         cfg = self.cfg
         m = Module()
         R, C, L, N = cfg.rows, cfg.cols, cfg.lanes, cfg.b_buffers
+        indep = cfg.sync == "independent"
         W = bits_for(2 * (N + 2)) + 1             # group counters, compared modulo 2**W
 
         cols = [TileColumn(cfg) for _ in range(C)]
@@ -539,7 +748,11 @@ class Tile(wiring.Component):
                 xb = m.submodules[f"xb{c}_{j}"] = ExponentBlock(cfg)
                 second = col.second if len(rows) == 2 else Const(0)
                 m.d.comb += [xb.a_exp[i].eq(col.a_exp[i]) for i in range(L)]
-                m.d.comb += xb.lead.eq(Cat(*(col.tp[i] == 0 for i in range(L))))
+                if indep:
+                    # each served PE starts from its lanes' first terms
+                    m.d.comb += xb.lead.eq(col.lead)
+                else:
+                    m.d.comb += xb.lead.eq(Cat(*(col.tp[i] == 0 for i in range(L))))
                 sel = {}
                 for n_, r in enumerate(rows):
                     pe = pes[r][c]
@@ -562,17 +775,29 @@ class Tile(wiring.Component):
                 ]
                 m.d.comb += [xb.b_exp[i].eq(Mux(pick, rd1[i].exp, rd0[i].exp))
                              for i in range(L)]
-            taken_all = Cat(*(Cat(*(pes[r][c].taken_out[i] | pes[r][c].done_out[i]
-                                    for r in range(R))).all() for i in range(L)))
-            done_all = Cat(*(Cat(*(pes[r][c].done_out[i] for r in range(R))).all()
-                             for i in range(L)))
-            m.d.comb += [col.taken_all.eq(taken_all), col.done_all.eq(done_all)]
+            if indep:
+                m.d.comb += col.fin_all.eq(Cat(*(pes[r][c].fin for r in range(R))).all())
+            else:
+                taken_all = Cat(*(Cat(*(pes[r][c].taken_out[i] | pes[r][c].done_out[i]
+                                        for r in range(R))).all() for i in range(L)))
+                done_all = Cat(*(Cat(*(pes[r][c].done_out[i] for r in range(R))).all()
+                                 for i in range(L)))
+                m.d.comb += [col.taken_all.eq(taken_all), col.done_all.eq(done_all)]
             for r in range(R):
                 pe = pes[r][c]
-                m.d.comb += [pe.busy.eq(col.busy), pe.first.eq(col.first), pe.last.eq(col.last),
-                             pe.clear.eq(col.clear), pe.valid.eq(col.valid), pe.neg.eq(col.neg),
-                             pe.a_sign.eq(col.a_sign), pe.advance.eq(col.advance)]
-                m.d.comb += [pe.tp[i].eq(col.tp[i]) for i in range(L)]
+                if indep:
+                    m.d.comb += [pe.busy.eq(col.busy), pe.first.eq(col.first),
+                                 pe.last.eq(col.last), pe.clear.eq(col.clear),
+                                 pe.a_sign.eq(col.a_sign),
+                                 self.trace.waiting[r * C + c].eq(pe.waiting)]
+                    m.d.comb += [pe.digits[i].eq(col.digits[i]) for i in range(L)]
+                    m.d.comb += [pe.negs[i].eq(col.negs[i]) for i in range(L)]
+                else:
+                    m.d.comb += [pe.busy.eq(col.busy), pe.first.eq(col.first),
+                                 pe.last.eq(col.last), pe.clear.eq(col.clear),
+                                 pe.valid.eq(col.valid), pe.neg.eq(col.neg),
+                                 pe.a_sign.eq(col.a_sign), pe.advance.eq(col.advance)]
+                    m.d.comb += [pe.tp[i].eq(col.tp[i]) for i in range(L)]
                 m.d.comb += [pe.b[i].eq(bufs[r].rd[c][i]) for i in range(L)]
                 m.d.comb += [self.out[r][c].eq(pe.acc.out),
                              self.trace.proc[r * C + c].eq(pe.proc),
@@ -595,5 +820,5 @@ class Tile(wiring.Component):
         return m
 
 
-__all__ = ["ExponentBlock", "GroupAccumulator", "TilePE", "TileColumn", "BBuffer",
-           "TileTraceSignature", "Tile"]
+__all__ = ["ExponentBlock", "GroupAccumulator", "TermSelector", "TilePE", "TermMasks",
+           "TileColumn", "BBuffer", "TileTraceSignature", "Tile"]

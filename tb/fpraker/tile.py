@@ -1,12 +1,13 @@
 """Testbench of the FPRaker tile (``fpraker.tile``) against ``golden.fpraker.tile.tile_run``,
 through the shared tile driver (:mod:`tb.common.tile`).
 
-Every reduction's read-outs must equal the golden model's bit for bit.  Without stream bubbles
-the tile must also be cycle-exact: its busy cycles equal the golden ``cycles``, and the
-per-cycle trace (lanes processed, lanes held by the shift window, PEs not yet served by their
-exponent block, idle columns) adds up to the golden stall counts: ``useful``, ``shift_range``,
-``exponent_block`` and ``inter_column`` exactly, ``lock_step + no_term`` as their sum (the
-trace does not tell those two apart).
+Every reduction's read-outs must equal the golden model's bit for bit, under either column
+protocol (``sync``).  Without stream bubbles the tile must also be cycle-exact: its busy cycles
+equal the golden ``cycles``, and the per-cycle trace (lanes processed, lanes held by the shift
+window, PEs not yet served by their exponent block, with ``sync = "independent"`` PEs waiting
+for their column's slowest PE, idle columns) adds up to the golden stall counts: ``useful``,
+``shift_range``, ``exponent_block``, ``column_wait`` and ``inter_column`` exactly,
+``lock_step + no_term`` as their sum (the trace does not tell those two apart).
 """
 
 import cocotb
@@ -32,8 +33,8 @@ class TraceCounter:
 
     def __init__(self, dut, cfg):
         self.dut, self.cfg = dut, cfg
-        self.counts = dict.fromkeys(("useful", "shift_range", "exponent_block", "inter_column",
-                                     "other"), 0)
+        self.counts = dict.fromkeys(("useful", "shift_range", "exponent_block", "column_wait",
+                                     "inter_column", "other"), 0)
         self.running = True
 
     async def watch(self):
@@ -46,6 +47,7 @@ class TraceCounter:
                 continue
             working = uint(dut.trace__working)
             started = uint(dut.trace__started)
+            waiting = uint(dut.trace__waiting) if cfg.sync == "independent" else 0
             for r in range(R):
                 for c in range(C):
                     n = r * C + c
@@ -53,6 +55,8 @@ class TraceCounter:
                         self.counts["inter_column"] += L
                     elif not started >> n & 1:
                         self.counts["exponent_block"] += L
+                    elif waiting >> n & 1:
+                        self.counts["column_wait"] += L
                     else:
                         proc = bin(uint(getattr(dut, f"trace__proc__{n}"))).count("1")
                         shift = bin(uint(getattr(dut, f"trace__shift__{n}"))).count("1")
@@ -63,7 +67,8 @@ class TraceCounter:
     def expect(self, want, where):
         s = want.stalls
         golden = {"useful": want.useful, "shift_range": s["shift_range"],
-                  "exponent_block": s["exponent_block"], "inter_column": s["inter_column"],
+                  "exponent_block": s["exponent_block"], "column_wait": s["column_wait"],
+                  "inter_column": s["inter_column"],
                   "other": s["lock_step"] + s["no_term"]}
         assert self.counts == golden, f"{where}: stall counts {self.counts}, golden {golden}"
 
