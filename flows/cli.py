@@ -412,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also synthesize hierarchically and report the area of each block")
         s.set_defaults(func=func)
 
+    from .eda import close
+
+    s = sub.add_parser("close", help=close.HELP)
+    close.add_arguments(s, _config_args, _clock_ns)
+    s.set_defaults(func=close.cmd)
+
     from . import sweep
 
     s = sub.add_parser("sweep", help="area, timing or regressions of one unit over a grid of "

@@ -38,7 +38,10 @@ UNITS = (
                  "hfp8/bf16/fp16 with FP32 accumulation)",
          config="MAC16Config", component="MAC16", preset="baseline-paper",
          extra_configs=({"fmt": "int8"}, {"fmt": "int12"}, {"fmt": "hfp8"}, {"fmt": "fp16"},
-                        {"fmt": "bf16", "lanes": 3}),
+                        {"fmt": "bf16", "lanes": 3},
+                        # stages before the accumulators (the latency is checked exactly)
+                        {"lanes": 3, "pipeline": 1}, {"fmt": "int8", "lanes": 3, "pipeline": 2},
+                        {"fmt": "fp16", "lanes": 3, "pipeline": 2}),
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"lanes": 2},
          # 4 bf16 MACs: one per value of fast.fmac's demo group of 4

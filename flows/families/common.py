@@ -7,7 +7,9 @@ rounded to bfloat16 with RNE) and at configurations that sweep every rounding mo
 integer targets, two's complement and normalized inputs, the three exponent ranges, and the
 accumulator normalizer and read-out the PEs instantiate.  ``common.fp_add``
 (:class:`hdl.common.fp_add.FPAdder`, golden :func:`golden.common.fp_add.fp_add_bits`) is the FP32
-adder of the accumulators, regressed in FP32 and in three narrower formats.
+adder of the accumulators, regressed in FP32 and in three narrower formats.  Both are also
+regressed with register stages (``pipeline``), each output checked exactly ``pipeline`` cycles
+after its input.
 """
 
 from ..registry import Unit
@@ -44,6 +46,15 @@ UNITS = (
              # the remaining modes and formats
              {"fmt": "fp16", "in_width": 16, "frac": 10, "exp_width": 7, "mode": "rup"},
              {"fmt": "hfp8", "in_width": 8, "frac": 4, "exp_width": 5, "mode": "rna"},
+             # register stages (the latency is checked exactly): every depth, on a float and
+             # an integer target, two's complement and stochastic inputs
+             {"pipeline": 1},
+             {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
+              "overflow": "wrap", "pipeline": 3},
+             {"fmt": "uint4", "in_width": 24, "frac": 23, "exp_width": 9, "mode": "sr",
+              "overflow": "saturate", "pipeline": 2},
+             {"fmt": "e4m3", "in_width": 12, "frac": 8, "exp_width": 6, "mode": "sr",
+              "rand_bits": 4, "overflow": "saturate", "pipeline": 2},
          ),
          test_sizes={"quick": 300, "standard": 2000, "full": 30000},
          synth_overrides={}),
@@ -51,7 +62,10 @@ UNITS = (
          summary="Floating-point adder (RNE, DAZ/FTZ): the FP32 accumulators' adder",
          config="golden.common.fp_add:FPAddConfig", component="hdl.common.fp_add:FPAdder",
          testbench="tb.common.fp_add", preset="common",
-         extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"}),
+         extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"},
+                        # register stages (the latency is checked exactly)
+                        {"pipeline": 1}, {"fmt": "bf16", "pipeline": 3},
+                        {"fmt": "fp16", "pipeline": 5}),
          test_sizes={"quick": 500, "standard": 5000, "full": 100000},
          synth_overrides={"fmt": "bf16"},
          demo_config={"fmt": "bf16"}),

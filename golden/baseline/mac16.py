@@ -12,11 +12,10 @@ from ..common.fp_add import QNAN, fp32_add_bits
 from ..common.rounding import RoundConfig, round_raw
 
 
-
-
-
 #: operand formats of FAST's Table IV MAC baselines (hfp8 is the paper's e4m2)
 MAC16_FORMATS = ("int8", "int12", "hfp8", "bf16", "fp16")
+#: most register stages before the accumulators (:class:`MAC16Config`.pipeline)
+MAC16_MAX_PIPELINE = 2
 
 
 @dataclass(frozen=True)
@@ -38,11 +37,19 @@ class MAC16Config:
     lanes: int = 16
     #: integer accumulator width (A19: 32)
     acc_bits: int = 32
+    #: register stages before the accumulators, 0..2 (0: the paper's single-cycle MAC): 1
+    #: registers the finished product (FP32 bits, or the exact integer product) with its valid
+    #: and clear; 2 also registers the significand product and the product's exponent and
+    #: special flags before the product's rounding (floats), or the operands before the
+    #: multiplier (integers).  The accumulation itself stays one cycle, so results are
+    #: unchanged; each group reaches the accumulators ``pipeline`` cycles later
+    pipeline: int = 0
 
     def __post_init__(self):
         check_choice(self, "fmt", MAC16_FORMATS)
         check_int(self, "lanes", 1, 64)
         check_int(self, "acc_bits", 16, 48)
+        check_int(self, "pipeline", 0, MAC16_MAX_PIPELINE)
 
     @property
     def format(self):
@@ -92,17 +99,44 @@ def mac16_run(cfg: MAC16Config, groups) -> list:
     unsigned values; ``clear`` restarts from 0 (+0.0)."""
     acc = np.zeros(cfg.lanes, dtype=np.int64)
     out = []
-    mask = (1 << cfg.acc_bits) - 1
-    for a, b, clear in groups:
-        if clear:
-            acc = np.zeros(cfg.lanes, dtype=np.int64)
-        prod = mac16_products(cfg, a, b)
-        if cfg.is_float:
-            acc = fp32_add_bits(acc.astype(np.uint32), prod.astype(np.uint32)).astype(np.int64)
-        else:
-            acc = (acc + prod) & mask
+    for group in groups:
+        acc = _mac_step(cfg, acc, group)
         out.append(acc.copy())
     return out
 
 
-__all__ = ["MAC16_FORMATS", "MAC16Config", "product_config", "mac16_products", "mac16_run"]
+def _mac_step(cfg: MAC16Config, acc, group):
+    a, b, clear = group
+    if clear:
+        acc = np.zeros(cfg.lanes, dtype=np.int64)
+    prod = mac16_products(cfg, a, b)
+    if cfg.is_float:
+        return fp32_add_bits(acc.astype(np.uint32), prod.astype(np.uint32)).astype(np.int64)
+    return (acc + prod) & ((1 << cfg.acc_bits) - 1)
+
+
+def mac16_cycles(cfg: MAC16Config, cycles, acc=None) -> list:
+    """Cycle model (the timing contract of :class:`hdl.baseline.MAC16`): ``cycles`` holds, per
+    clock cycle, ``None`` (no group offered) or a group ``(a, b, clear)`` offered with
+    ``valid`` (always accepted).  Returns the accumulators seen in the cycle after each edge.
+
+    A group accepted at edge ``t`` is added into the accumulators at edge
+    ``t + cfg.pipeline``, so ``acc`` shows it from the cycle after that edge (``pipeline = 0``:
+    the next cycle); groups follow each other every cycle, each one accumulated exactly once,
+    in order, and the idle cycles between them leave the accumulators as they are.  ``acc``:
+    the accumulators before the first cycle, with no group in flight (default zeros)."""
+    acc = (np.zeros(cfg.lanes, dtype=np.int64) if acc is None
+           else np.asarray(acc, dtype=np.int64).copy())
+    line = [None] * cfg.pipeline
+    out = []
+    for item in cycles:
+        line.append(item)
+        entering = line.pop(0)
+        if entering is not None:
+            acc = _mac_step(cfg, acc, entering)
+        out.append(acc.copy())
+    return out
+
+
+__all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16Config", "product_config", "mac16_products",
+           "mac16_run", "mac16_cycles"]

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import ConfigError
+from .. import ConfigError, check_int
 from .formats import FP32, FloatFormat, format_named
 from .rounding import RoundConfig, round_checked
 
 #: extra bits below the larger operand's LSB (guard, round, sticky)
 EXTRA = 3
+#: most register stages of the adder (:class:`hdl.common.fp_add.FPAdder`)
+MAX_PIPELINE = 5
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,11 @@ class FPAddConfig:
 
     #: the operands' and result's format: fp32 (the accumulators'), bf16, fp16, e<E>m<M>
     fmt: str = "fp32"
+    #: register stages, 0..5: the sum appears this many cycles after its operands (0: the
+    #: combinational adder the accumulators instantiate).  Cuts (``hdl.common.fp_add.CUTS``):
+    #: 1 after the add; 2 after the alignment and the rounding's normalize; 3 also after the
+    #: add; 4 also after the swap; 5 also after the rounding increment.  Numerics are unchanged
+    pipeline: int = 0
 
     def __post_init__(self):
         try:
@@ -49,6 +56,7 @@ class FPAddConfig:
             raise ConfigError(type(self).__name__, "fmt", self.fmt,
                               "a float format name (fp32, bf16, fp16, e<E>m<M> with E >= 2 and "
                               "M <= 51)")
+        check_int(self, "pipeline", 0, MAX_PIPELINE)
 
     @property
     def format(self) -> FloatFormat:
@@ -121,5 +129,5 @@ def fp32_add(a, b):
     return out if out.ndim else out[()]
 
 
-__all__ = ["EXTRA", "FPAddConfig", "QNAN", "qnan", "add_round_config", "fp_add_bits",
+__all__ = ["EXTRA", "MAX_PIPELINE", "FPAddConfig", "QNAN", "qnan", "add_round_config", "fp_add_bits",
            "fp32_add_bits", "fp32_add"]

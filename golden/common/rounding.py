@@ -58,6 +58,8 @@ MODES = ("rne", "rna", "rtz", "rdn", "rup", "rto", "sr")
 OVERFLOWS = ("inf", "saturate", "wrap")
 #: widest significand input the golden model (int64) and the block accept
 MAX_IN_WIDTH = 56
+#: most register stages the rounding block places (:class:`hdl.common.rounding.Round`)
+MAX_PIPELINE = 3
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,11 @@ class RoundConfig:
     #: exponent range: "inf" or "saturate" (IEEE range, FTZ), or "wrap" (no range); integer
     #: targets: "saturate"
     overflow: str = "inf"
+    #: register stages, 0..3 (the result appears this many cycles after its input; 0: a
+    #: combinational block, as every unit instantiates it): 1 cuts after the normalize step
+    #: (leading-one detector and shift; the right shift of integer targets), 2 also after the
+    #: rounding increment, 3 also after the input's absolute value.  Numerics are unchanged
+    pipeline: int = 0
 
     def __post_init__(self):
         if not isinstance(self.fmt, str):
@@ -108,6 +115,7 @@ class RoundConfig:
         check_choice(self, "mode", MODES)
         check_int(self, "rand_bits", 1, 16)
         check_choice(self, "overflow", OVERFLOWS)
+        check_int(self, "pipeline", 0, MAX_PIPELINE)
         if self.normalized and (self.signed or fmt.kind != "float"):
             raise ConfigError(type(self).__name__, "normalized", True,
                               "false with a two's complement input or an integer target")
@@ -327,6 +335,6 @@ def _to_int(cfg, fmt, mag, exp, sign, rand, no):
     return Rounded(q == 0, sign, np.zeros(q.shape, dtype=np.int64), q, bits, inexact, over, no)
 
 
-__all__ = ["MODES", "OVERFLOWS", "MAX_IN_WIDTH", "RoundConfig", "Rounded", "round_raw",
+__all__ = ["MODES", "OVERFLOWS", "MAX_IN_WIDTH", "MAX_PIPELINE", "RoundConfig", "Rounded", "round_raw",
            "round_checked",
            "bit_length"]

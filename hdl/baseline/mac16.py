@@ -1,4 +1,23 @@
-"""FAST's Table IV baselines (unit ``baseline.mac16``): 16 integer or floating-point MAC lanes."""
+"""FAST's Table IV baselines (unit ``baseline.mac16``): 16 integer or floating-point MAC lanes.
+
+Pipeline stages (``cfg.pipeline``, 0..2)
+----------------------------------------
+``pipeline = 0`` is the paper's single-cycle MAC.  Stages go on the product side only, before
+the accumulator; the accumulation (the FP32 adder or the integer adder, and the accumulator
+register) stays one cycle, so every result is bit-exact with the unpipelined MAC and only
+arrives later:
+
+- ``product`` (depths 1 and 2): the finished product — FP32 bits after the product's placement
+  by the rounding block and the NaN/Inf selection, or the exact integer product — registered
+  with the group's ``valid`` and ``clear``;
+- ``multiply`` (depth 2): floats: the significand product, the exponent sum, the product's
+  sign and its NaN/Inf flags, before the rounding block; integers: the operands, before the
+  multiplier.
+
+A group accepted at edge ``t`` enters the accumulators at edge ``t + pipeline``
+(:func:`golden.baseline.mac16_cycles`).  The FP32 accumulation loop (adder and register) bounds
+the clock of the float formats at every depth.
+"""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -9,15 +28,21 @@ from golden.common.fp_add import QNAN, FPAddConfig
 
 from ..common.formats import decode, layout
 from ..common.fp_add import FPAdder
+from ..common.pipeline import stage
 from ..common.rounding import Round
 from ..common.signatures import operand_group
 
-
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("product",), 2: ("multiply", "product")}
 
 
 class FPMacLane(wiring.Component):
     """One floating-point MAC lane: an exact product into FP32 (the rounding block places it and
     handles FP32's range), NaN/Inf selection, the FP32 adder and the accumulator register.
+
+    Latency: ``en``/``clear`` and the operands of a cycle reach the accumulator
+    ``cfg.pipeline`` edges later (stages in the module docstring); ``acc`` shows the sum from
+    the cycle after.
 
     Ports
     -----
@@ -32,27 +57,37 @@ class FPMacLane(wiring.Component):
 
     def elaborate(self, platform):
         fmt = self.cfg.format
+        cuts = CUTS[self.cfg.pipeline]
         m = Module()
         a, b = self.a, self.b
         za, sa, ea, ma = decode(m, a, fmt, name="a")
         zb, sb, eb, mb = decode(m, b, fmt, name="b")
-        prod = m.submodules.product = Round(product_config(fmt))
-        m.d.comb += [prod.i.sig.eq(ma * mb), prod.i.exp.eq(ea + eb - 2 * fmt.bias),
-                     prod.i.sign.eq(sa ^ sb)]
         top = fmt.exp_max
         inf_a, inf_b = (a.exp == top) & (a.man == 0), (b.exp == top) & (b.man == 0)
         nan = (((a.exp == top) & (a.man != 0)) | ((b.exp == top) & (b.man != 0))
                | (inf_a & zb) | (inf_b & za))
+        mul = stage(m, {"sig": ma * mb, "exp": ea + eb - 2 * fmt.bias, "sign": sa ^ sb,
+                        "inf": inf_a | inf_b, "en": self.en, "clear": self.clear},
+                    "multiply" in cuts, name="multiply")
+        sig, exp, sign, inf, en, clear = (mul["sig"], mul["exp"], mul["sign"], mul["inf"],
+                                          mul["en"], mul["clear"])
+        if "multiply" in cuts:
+            nan = stage(m, {"nan": nan}, True, name="multiply")["nan"]
+        prod = m.submodules.product = Round(product_config(fmt))
+        m.d.comb += [prod.i.sig.eq(sig), prod.i.exp.eq(exp),
+                     prod.i.sign.eq(sign)]
         p = Signal(32)
         with m.If(nan):
             m.d.comb += p.eq(QNAN)
-        with m.Elif(inf_a | inf_b):
-            m.d.comb += p.eq(Cat(Const(0x7F800000, 31), sa ^ sb))
+        with m.Elif(inf):
+            m.d.comb += p.eq(Cat(Const(0x7F800000, 31), sign))
         with m.Else():
             m.d.comb += p.eq(prod.o.bits)
+        prd = stage(m, {"p": p, "en": en, "clear": clear}, "product" in cuts, name="product")
+        p, en, clear = prd["p"], prd["en"], prd["clear"]
         add = m.submodules.add = FPAdder(FPAddConfig("fp32"))
-        m.d.comb += [add.a.eq(Mux(self.clear, 0, self.acc)), add.b.eq(p)]
-        with m.If(self.en):
+        m.d.comb += [add.a.eq(Mux(clear, 0, self.acc)), add.b.eq(p)]
+        with m.If(en):
             m.d.sync += self.acc.eq(add.sum)
         return m
 
@@ -64,8 +99,10 @@ class MAC16(wiring.Component):
     per lane.  Float formats: :class:`FPMacLane` per lane (exact product into FP32, the shared
     FP32 adder).  Bit-exact with :func:`golden.baseline.mac16_run`.
 
-    Latency/throughput: the group accepted on ``grp`` (always ready) is accumulated at that
-    edge; ``acc`` shows it from the next cycle.
+    Latency/throughput: one group per cycle (``grp`` is always ready).  The group accepted at
+    edge ``t`` is accumulated at edge ``t + cfg.pipeline`` (0: at that edge); ``acc`` shows it
+    from the cycle after (:func:`golden.baseline.mac16_cycles`; stages in the module
+    docstring).
 
     Parameters
     ----------
@@ -99,8 +136,16 @@ class MAC16(wiring.Component):
                              lane.clear.eq(grp.payload.clear), self.acc[i].eq(lane.acc)]
             else:
                 acc = self.acc[i]
-                with m.If(grp.valid):
-                    m.d.sync += acc.eq(Mux(grp.payload.clear, 0, acc) + a * b)
+                cuts = CUTS[cfg.pipeline]
+                ops = stage(m, {"a": a, "b": b, "valid": grp.valid,
+                                "clear": grp.payload.clear},
+                            "multiply" in cuts, name=f"operands{i}")
+                a, b, valid, clear = ops["a"], ops["b"], ops["valid"], ops["clear"]
+                prd = stage(m, {"p": a * b, "valid": valid, "clear": clear}, "product" in cuts,
+                            name=f"product{i}")
+                prod, valid, clear = prd["p"], prd["valid"], prd["clear"]
+                with m.If(valid):
+                    m.d.sync += acc.eq(Mux(clear, 0, acc) + prod)
         return m
 
 

@@ -1,11 +1,30 @@
 """Floating-point adder (registry unit ``common.fp_add``): RNE, DAZ/FTZ, bit-exact with
 :func:`golden.common.fp_add.fp_add_bits`.
 
-The FP32 accumulators of FAST's fMAC and of the FP MAC baselines instantiate it.  Structure
-(combinational): DAZ decode of both operands → magnitude compare and swap → exponent difference
-→ alignment shifter with sticky (three extra bits: guard, round, sticky) → add/subtract → the
-shared rounding block (normalize, RNE, ±Inf, FTZ) → special-operand selection (NaN, ±Inf).
+The FP32 accumulators of FAST's fMAC and of the FP MAC baselines instantiate it.  Structure:
+DAZ decode of both operands → magnitude compare and swap → exponent difference → alignment
+shifter with sticky (three extra bits: guard, round, sticky) → add/subtract → the shared
+rounding block (normalize, RNE, ±Inf, FTZ) → special-operand selection (NaN, ±Inf).
+
+Pipeline stages (``cfg.pipeline``, 0..5)
+----------------------------------------
+``pipeline = 0`` is combinational (the accumulators' adder).  Otherwise registers cut the
+structure at named points, as FloPoCo places its stages, and the sum appears exactly
+``pipeline`` cycles after its operands (new operands every cycle; no enable):
+
+- ``swap``: after the decode, the magnitude compare and swap and the exponent difference;
+- ``align``: after the alignment shifter;
+- ``add``: after the add/subtract (the rounding block's input);
+- ``normalize`` and ``increment``: the rounding block's own stages
+  (:mod:`hdl.common.rounding`: after its leading-one detector and shift, after its increment).
+
+:data:`CUTS` lists the cuts of each depth, chosen to split the path into similar parts: 1 cuts
+after the add (about half-way); 2 after the alignment and the normalize (thirds); 3 after the
+alignment, the add and the normalize; 4 adds the swap; 5 adds the increment.  The special-case
+result (NaN, ±Inf operands) is decided from the operands and delayed beside the datapath.
 """
+
+import dataclasses
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -15,18 +34,27 @@ from golden.common.fp_add import EXTRA, FPAddConfig, add_round_config, qnan
 
 from .arith import jam_right
 from .formats import decode, layout
+from .pipeline import delay, stage
 from .rounding import Round
+
+#: cut points of each pipeline depth (see the module docstring); the rounding block's own cuts
+#: ("normalize", "increment") are its pipeline depths 1 and 2
+CUTS = {0: (), 1: ("add",), 2: ("align", "normalize"), 3: ("align", "add", "normalize"),
+        4: ("swap", "align", "add", "normalize"),
+        5: ("swap", "align", "add", "normalize", "increment")}
 
 
 class FPAdder(wiring.Component):
     """``sum = a + b`` in one floating-point format, round to nearest even, DAZ/FTZ.
 
-    Latency: combinational.  Throughput: one addition per cycle.
+    Latency: ``cfg.pipeline`` cycles (0: combinational; stages in the module docstring).
+    Throughput: one addition per cycle.
 
     Parameters
     ----------
     cfg : golden.common.fp_add.FPAddConfig
-        ``fmt``: the operands' and the result's format (FP32 by default).
+        ``fmt``: the operands' and the result's format (FP32 by default); ``pipeline``: register
+        stages.
 
     Ports
     -----
@@ -45,6 +73,7 @@ class FPAdder(wiring.Component):
         fmt = self.cfg.format
         m = Module()
         P = fmt.man_bits
+        cuts = CUTS[self.cfg.pipeline]
         a, b = self.a, self.b
         _, sa, ea, ma = decode(m, a, fmt, name="a")
         _, sb, eb, mb = decode(m, b, fmt, name="b")
@@ -56,13 +85,23 @@ class FPAdder(wiring.Component):
         sy, ey, my = Mux(swap, sa, sb), Mux(swap, ea, eb), Mux(swap, ma, mb)
         d = Signal(fmt.exp_bits)
         m.d.comb += d.eq(ex - ey)
+        r = stage(m, {"sx": sx, "ex": ex, "mx": mx, "sy": sy, "my": my, "d": d},
+                  "swap" in cuts, name="swap")
+        sx, ex, mx, sy, my, d = r["sx"], r["ex"], r["mx"], r["sy"], r["my"], r["d"]
         wide_y = Signal(P + 1 + EXTRA)
         m.d.comb += wide_y.eq(my << EXTRA)
         shifted = jam_right(m, wide_y, d, name="align")
+        r = stage(m, {"sx": sx, "ex": ex, "mx": mx, "sy": sy, "shifted": shifted},
+                  "align" in cuts, name="align")
+        sx, ex, mx, sy, shifted = r["sx"], r["ex"], r["mx"], r["sy"], r["shifted"]
 
         total = Signal(P + 2 + EXTRA)
         m.d.comb += total.eq(Mux(sx == sy, (mx << EXTRA) + shifted, (mx << EXTRA) - shifted))
-        rnd = m.submodules.round = Round(add_round_config(fmt))
+        r = stage(m, {"total": total, "ex": ex, "sx": sx, "sy": sy}, "add" in cuts, name="add")
+        total, ex, sx, sy = r["total"], r["ex"], r["sx"], r["sy"]
+        round_depth = sum(c in cuts for c in ("normalize", "increment"))
+        rnd = m.submodules.round = Round(dataclasses.replace(add_round_config(fmt),
+                                                             pipeline=round_depth))
         m.d.comb += [
             rnd.i.sig.eq(total), rnd.i.exp.eq(ex - fmt.bias),
             # exact cancellation is +0; two zeros of the same sign keep it
@@ -78,14 +117,23 @@ class FPAdder(wiring.Component):
             inf_b.eq(all_ones_b & (b.man == 0)),
             nan.eq((all_ones_a & ~inf_a) | (all_ones_b & ~inf_b) | (inf_a & inf_b & (sa != sb))),
         ]
-        with m.If(nan):
-            m.d.comb += self.sum.eq(qnan(fmt))
-        with m.Elif(inf_a):
-            m.d.comb += self.sum.eq(a)
-        with m.Elif(inf_b):
-            m.d.comb += self.sum.eq(b)
-        with m.Else():
-            m.d.comb += self.sum.eq(rnd.o.bits)
+        if not cuts:
+            with m.If(nan):
+                m.d.comb += self.sum.eq(qnan(fmt))
+            with m.Elif(inf_a):
+                m.d.comb += self.sum.eq(a)
+            with m.Elif(inf_b):
+                m.d.comb += self.sum.eq(b)
+            with m.Else():
+                m.d.comb += self.sum.eq(rnd.o.bits)
+            return m
+        # the special-case result, decided from the operands, travels beside the datapath
+        special = Signal(fmt.width, name="special")
+        m.d.comb += special.eq(Mux(nan, qnan(fmt), Mux(inf_a, a.as_value(), b.as_value())))
+        depth = self.cfg.pipeline
+        is_special = delay(m, nan | inf_a | inf_b, depth, name="is_special")
+        special = delay(m, special, depth, name="special")
+        m.d.comb += self.sum.eq(Mux(is_special, special, rnd.o.bits))
         return m
 
 

@@ -17,6 +17,22 @@ the top ``man_bits + 1`` bits are the significand, the bits below it the guard/s
 
 Integer targets: absolute value → barrel right shift by ``frac - exp`` with the shifted-out
 bits OR-ed into a sticky (or a left shift for ``exp > frac``) → increment → clamp.
+
+Pipeline stages (``cfg.pipeline``, 0..3; :data:`CUTS`)
+--------------------------------------------------------
+``pipeline = 0`` is the combinational block every unit instantiates.  Otherwise registers cut
+the structure above at named points, and every output appears exactly ``pipeline`` clock
+cycles after its input (a new input every cycle; no enable, no stall):
+
+- ``normalize`` (depths 1, 2, 3): after the leading-one detector and the justifying left shift
+  (floats), after the right/left shifts and the sticky (integers) — about half-way;
+- ``increment`` (depths 2, 3): after the rounding increment, before the renormalize/exponent
+  and range logic (floats) or the clamp (integers);
+- ``magnitude`` (depth 3): after the absolute value of a two's complement input (for a
+  magnitude input, an input register).
+
+The side-band fields (sign, exponent, random value, zero flag) travel beside the datapath in
+the same registers.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -27,7 +43,12 @@ from amaranth.utils import bits_for
 from golden.common.rounding import RoundConfig
 
 from . import msb_index
+from .pipeline import stage
 from .signatures import RawSignature, RoundedSignature
+
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("normalize",), 2: ("normalize", "increment"),
+        3: ("magnitude", "normalize", "increment")}
 
 
 def _range_shape(lo: int, hi: int, min_width: int = 1):
@@ -38,7 +59,8 @@ def _range_shape(lo: int, hi: int, min_width: int = 1):
 class Round(wiring.Component):
     """Round a raw number into a target format (see the module docstring).
 
-    Latency: combinational.  Throughput: one number per cycle.
+    Latency: ``cfg.pipeline`` cycles (0: combinational; the stages are listed in the module
+    docstring).  Throughput: one number per cycle.
 
     Parameters
     ----------
@@ -60,7 +82,7 @@ class Round(wiring.Component):
         self.cfg = cfg
         super().__init__({"i": In(RawSignature(cfg)), "o": Out(RoundedSignature(cfg))})
 
-    def _increment(self, m, neg, lsb, window, below):
+    def _increment(self, m, neg, lsb, window, below, rand):
         """The rounding increment from the bits under the LSB: ``window`` holds the first of
         them (one guard bit; ``rand_bits`` of them in mode sr) and ``below`` is the OR of the
         rest (ignored by sr, which drops them).  For ``rto`` the result is the bit OR-ed into
@@ -84,7 +106,7 @@ class Round(wiring.Component):
             m.d.comb += inc.eq(inexact)
         elif mode == "sr":
             total = Signal(G + 1, name="sr_sum")
-            m.d.comb += [total.eq(window + self.i.rand), inc.eq(total[G])]
+            m.d.comb += [total.eq(window + rand), inc.eq(total[G])]
         return inc, inexact
 
     @property
@@ -102,15 +124,21 @@ class Round(wiring.Component):
             m.d.comb += [neg.eq(self.i.sig < 0), mag.eq(Mux(neg, -self.i.sig, self.i.sig))]
         else:
             m.d.comb += [neg.eq(self.i.sign), mag.eq(self.i.sig)]
+        cuts = CUTS[cfg.pipeline]
+        side = {"neg": neg, "mag": mag, "exp": self.i.exp}
+        if cfg.mode == "sr":
+            side["rand"] = self.i.rand
+        side = stage(m, side, "magnitude" in cuts, name="magnitude")
         if cfg.format.kind == "float":
-            self._float(m, neg, mag)
+            self._float(m, side, cuts)
         else:
-            self._int(m, neg, mag)
+            self._int(m, side, cuts)
         return m
 
-    def _float(self, m, neg, mag):
+    def _float(self, m, side, cuts):
         cfg, fmt = self.cfg, self.cfg.format
         W, P = cfg.in_width, cfg.format.man_bits
+        neg, mag = side["neg"], side["mag"]
         zero_in = Signal()
         m.d.comb += zero_in.eq(mag == 0)
         if cfg.normalized:
@@ -120,6 +148,13 @@ class Round(wiring.Component):
             lshift = Signal(range(W), name="lshift")
             just = Signal(W, name="just")
             m.d.comb += [lshift.eq(W - 1 - n), just.eq((mag << lshift)[:W])]
+        keep = {k: v for k, v in side.items() if k != "mag"}
+        keep.update(zero_in=zero_in, just=just)
+        if not isinstance(n, int):           # a normalized input's n is a constant
+            keep["n"] = n
+        side = stage(m, keep, "normalize" in cuts, name="normalize")
+        neg, zero_in, just = side["neg"], side["zero_in"], side["just"]
+        n = side.get("n", n)
         R = W - 1 - P                        # bits under the kept significand
         G = self._window_bits
         if R > 0:
@@ -127,7 +162,7 @@ class Round(wiring.Component):
             # the first G bits under the LSB (zero-padded when fewer exist), and the rest
             window = just[R - G:R] if R >= G else Cat(Const(0, G - R), just[:R])
             below = just[:R - G].any() if R > G else Const(0)
-            inc, inexact = self._increment(m, neg, pre[0], window, below)
+            inc, inexact = self._increment(m, neg, pre[0], window, below, side.get("rand"))
         else:
             pre = Cat(Const(0, -R), just) if R < 0 else just
             inc, inexact = Const(0), Const(0)
@@ -136,6 +171,15 @@ class Round(wiring.Component):
             m.d.comb += rounded.eq(pre | inc)
         else:
             m.d.comb += rounded.eq(pre + inc)
+        if "increment" in cuts:
+            keep = {"neg": neg, "zero_in": zero_in, "exp": side["exp"], "rounded": rounded,
+                    "inexact": inexact}
+            if not isinstance(n, int):
+                keep["n"] = n
+            side = stage(m, keep, True, name="increment")
+            neg, zero_in, rounded, inexact = (side["neg"], side["zero_in"], side["rounded"],
+                                              side["inexact"])
+            n = side.get("n", n)
         carry = rounded[P + 1]
         sig = Mux(carry, rounded[1:], rounded[:P + 1])
 
@@ -143,7 +187,7 @@ class Round(wiring.Component):
         # bits so that a wrapping exponent's low bits are taken from a sign-extended value
         lo, hi = cfg.exp_min - cfg.frac, cfg.exp_max + W - cfg.frac
         e = Signal(_range_shape(lo, hi, fmt.exp_bits + 1), name="exp_unbiased")
-        m.d.comb += e.eq(self.i.exp + n + carry - cfg.frac)
+        m.d.comb += e.eq(side["exp"] + n + carry - cfg.frac)
         o = self.o
         m.d.comb += o.inexact.eq(inexact)
         if cfg.overflow == "wrap":
@@ -178,13 +222,14 @@ class Round(wiring.Component):
                 m.d.comb += [o.exp.eq(e), o.sig.eq(sig), o.bits.exp.eq(biased[:fmt.exp_bits])]
         m.d.comb += [o.sign.eq(neg), o.bits.sign.eq(neg), o.bits.man.eq(o.sig[:P])]
 
-    def _int(self, m, neg, mag):
+    def _int(self, m, side, cuts):
         cfg, fmt = self.cfg, self.cfg.format
+        neg, mag = side["neg"], side["mag"]
         W, B = cfg.in_width, fmt.bits
         G = self._window_bits
         # s = frac - exp: right shift amount (left shift when negative)
         s = Signal(_range_shape(cfg.frac - cfg.exp_max, cfg.frac - cfg.exp_min), name="shift")
-        m.d.comb += s.eq(cfg.frac - self.i.exp)
+        m.d.comb += s.eq(cfg.frac - side["exp"])
         # right shifts: mag with G zero bits appended, shifted by min(s, W + G), sticky below
         wide = Cat(Const(0, G), mag)
         amt = Signal(range(W + G + 1), name="rshift")
@@ -206,13 +251,28 @@ class Round(wiring.Component):
         left_over = Signal(name="left_over")
         m.d.comb += left_over.eq((mag != 0) & ((-s > B) | (left[B:] != 0)))
         right = s >= 0
+        if "normalize" in cuts:
+            keep = {"neg": neg, "right": right, "shifted": shifted, "sticky": sticky,
+                    "left": left, "left_over": left_over}
+            if "rand" in side:
+                keep["rand"] = side["rand"]
+            side = stage(m, keep, True, name="normalize")
+            neg, right, shifted, sticky, left, left_over = (
+                side["neg"], side["right"], side["shifted"], side["sticky"], side["left"],
+                side["left_over"])
+            q_right = shifted[G:]
         window = Mux(right, shifted[:G], 0)
         inc, inexact = self._increment(m, neg, Mux(right, q_right[0], left[0]), window,
-                                       Mux(right, sticky, 0))
+                                       Mux(right, sticky, 0), side.get("rand"))
         q0 = Signal(max(W, B) + 1, name="q0")
         m.d.comb += q0.eq(Mux(right, q_right, left[:B]))
         q = Signal(max(W, B) + 1, name="q")
         m.d.comb += q.eq(q0 | inc if cfg.mode == "rto" else q0 + inc)
+        if "increment" in cuts:
+            side = stage(m, {"neg": neg, "right": right, "left_over": left_over, "q": q,
+                             "inexact": inexact}, True, name="increment")
+            neg, right, left_over, q, inexact = (side["neg"], side["right"], side["left_over"],
+                                                 side["q"], side["inexact"])
         limit = Signal(B + 1, name="limit")
         m.d.comb += limit.eq(Mux(neg, -fmt.min, fmt.max) if fmt.signed else fmt.max)
         over = Signal(name="over")

@@ -1,6 +1,7 @@
 """Testbench of FAST's Table IV baselines (``baseline.mac16``) against
-``golden.baseline.mac16_run``: one operand group per cycle (with random idle cycles), every
-lane's accumulator checked after every edge.
+``golden.baseline.mac16_cycles``: one operand group per cycle (with random idle cycles), every
+lane's accumulator checked after every edge against the cycle model, so a group that reaches
+the accumulators a cycle early or late (``pipeline`` stages) fails.
 
 Operands mix values near 1 (long accumulations stay meaningful) with every bit pattern of the
 format and its corners: ±0, subnormals (read as zero), the smallest and largest normals, ±Inf
@@ -13,7 +14,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from golden.baseline import MAC16Config, mac16_run
+from golden.baseline import MAC16Config, mac16_cycles, mac16_run
 from hdl.common.formats import group_layout
 
 from ..common import config_from_env, port, rng, start, test_size, uint
@@ -52,10 +53,23 @@ def operands(cfg, gen: np.random.Generator, n: int) -> np.ndarray:
     return x
 
 
+async def warm_up(dut, cfg):
+    """After reset, ``pipeline`` cycles of all-ones operands without ``valid``: every stage
+    register leaves its initial value before any check (Icarus evaluates a combinational block
+    only when one of its inputs changes), and nothing may be accumulated."""
+    lay = _layout(cfg)
+    dut.grp__valid.value = 0
+    dut.grp__payload.value = (1 << lay.size) - 1
+    for _ in range(cfg.pipeline):
+        await FallingEdge(dut.clk)
+        for i in range(cfg.lanes):
+            assert uint(port(dut, "acc", i)) == 0, f"lane {i} accumulated a group without valid"
+
+
 async def run_groups(dut, cfg, groups, r, gap=0.0):
-    """Drive ``(a, b, clear)`` groups (idling with probability ``gap``); check every lane after
-    every accumulating edge."""
-    want = mac16_run(cfg, groups)
+    """Drive ``(a, b, clear)`` groups (idling with probability ``gap`` before each), then
+    ``pipeline`` idle cycles; check every lane after every edge against
+    :func:`golden.baseline.mac16_cycles`.  Returns the accumulators after each group."""
     bits = cfg.format.width
 
     def value(v):
@@ -63,22 +77,36 @@ async def run_groups(dut, cfg, groups, r, gap=0.0):
         v = int(v)
         return v - (1 << bits) if not cfg.is_float and v >> (bits - 1) else v
 
-    for k, (a, b, clear) in enumerate(groups):
+    cycles = []
+    for group in groups:
         while r.random() < gap:
+            cycles.append(None)
+        cycles.append(group)
+    cycles += [None] * cfg.pipeline
+    # the accumulators as the previous run left them (checked there), nothing in flight
+    before = [uint(port(dut, "acc", i)) for i in range(cfg.lanes)]
+    want = mac16_cycles(cfg, cycles, before)
+    last = None
+    for t, item in enumerate(cycles):
+        if item is None:
             dut.grp__valid.value = 0
-            await FallingEdge(dut.clk)
-        dut.grp__payload.value = pack(_layout(cfg), {"a": [value(v) for v in a],
-                                                     "b": [value(v) for v in b],
-                                                     "clear": int(clear)})
-        dut.grp__valid.value = 1
+        else:
+            a, b, clear = item
+            last = item
+            dut.grp__payload.value = pack(_layout(cfg), {"a": [value(v) for v in a],
+                                                         "b": [value(v) for v in b],
+                                                         "clear": int(clear)})
+            dut.grp__valid.value = 1
         await FallingEdge(dut.clk)
-        dut.grp__valid.value = 0
         for i in range(cfg.lanes):
             got = uint(port(dut, "acc", i))
-            assert got == int(want[k][i]), (
-                f"{cfg.fmt} group {k} lane {i}: acc {got:#x}, golden {int(want[k][i]):#x} "
-                f"(a={int(a[i]):#x}, b={int(b[i]):#x}, clear={clear})")
-    return want
+            assert got == int(want[t][i]), (
+                f"{cfg.fmt} pipeline {cfg.pipeline} cycle {t} lane {i}: acc {got:#x}, golden "
+                f"{int(want[t][i]):#x} (last group offered: a={int(last[0][i]):#x}, "
+                f"b={int(last[1][i]):#x}, clear={last[2]})" if last is not None else
+                f"{cfg.fmt} cycle {t} lane {i}: acc {got:#x}, golden {int(want[t][i]):#x}")
+    dut.grp__valid.value = 0
+    return mac16_run(cfg, groups)
 
 
 @cocotb.test()
@@ -87,6 +115,7 @@ async def directed(dut):
     format against each other: every lane gets one corner pair per group."""
     cfg = config_from_env(MAC16Config)
     await start(dut)
+    await warm_up(dut, cfg)
     r = rng("directed")
     fmt = cfg.format
     L = cfg.lanes
@@ -113,6 +142,7 @@ async def random_accumulations(dut):
     1-40 groups, with random idle cycles."""
     cfg = config_from_env(MAC16Config)
     await start(dut)
+    await warm_up(dut, cfg)
     r = rng("random_accumulations")
     gen = np.random.default_rng(r.getrandbits(64))
     n = test_size()

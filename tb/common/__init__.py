@@ -10,6 +10,8 @@ submodules) stream drivers, layout packing and golden-model checkers.
   field by field);
 * :mod:`.bfp` — the FP → BFP converters' stream check (outputs, LFSR states, sticky ``error``)
   and random blocks.
+* :mod:`.latency` — fixed-latency units with a ``pipeline`` field: one input vector per cycle,
+  each output checked exactly ``pipeline`` cycles later.
 
 The runner (:mod:`flows.eda.simulate`) passes the unit's configuration as JSON in
 ``TRAINFAB_CONFIG``, the seed in ``TRAINFAB_SEED``, the effort level in ``TRAINFAB_EFFORT``

@@ -1,7 +1,9 @@
 """Testbench of the floating-point adder (``common.fp_add``) against
 ``golden.common.fp_add.fp_add_bits``.
 
-Combinational: every vector is driven, settles, and ``sum`` is compared with the golden sum.
+At ``pipeline = 0`` (combinational) every vector is driven, settles, and ``sum`` is compared
+with the golden sum; at ``pipeline = d > 0`` the vectors go in back to back, one per cycle, and
+each sum is checked exactly ``d`` cycles after its operands (:mod:`tb.common.latency`).
 Vectors aim at what adders get wrong: exact and near cancellation (equal and adjacent
 exponents), ties and near-ties of the alignment (the guard/round/sticky bits), carries into
 the next binade, overflow to ±Inf, results below the smallest normal (FTZ), subnormal and zero
@@ -10,11 +12,11 @@ operands of both signs (DAZ), and Inf/NaN operands.
 
 import cocotb
 import numpy as np
-from cocotb.triggers import Timer
 
 from golden.common.fp_add import FPAddConfig, fp_add_bits
 
-from . import config_from_env, idle, rng, test_size, uint
+from . import config_from_env, rng, test_size, uint
+from .latency import apply_vectors, begin
 
 
 def _vectors(fmt, gen: np.random.Generator, n: int):
@@ -44,22 +46,32 @@ def _vectors(fmt, gen: np.random.Generator, n: int):
     return a & ones, b & ones
 
 
+async def _sums(dut, cfg, a, b, want, what=""):
+    """Drive the pairs ``a[k], b[k]`` and check ``sum`` against ``want[k]`` (through the
+    pipeline's latency)."""
+    fmt = cfg.format
+
+    def drive(k):
+        dut.a.value = int(a[k])
+        dut.b.value = int(b[k])
+
+    def check(k):
+        got = uint(dut.sum)
+        assert got == int(want[k]), (f"{fmt.name}: {int(a[k]):#x} + {int(b[k]):#x} = {got:#x}, "
+                                     f"{what or 'golden'} {int(want[k]):#x}")
+
+    await apply_vectors(dut, cfg.pipeline, len(a), drive, check)
+
+
 @cocotb.test()
 async def random_and_corner_sums(dut):
     """The unit's test size in random and corner operand pairs (5,000 in ``make test``)."""
     cfg = config_from_env(FPAddConfig)
     fmt = cfg.format
-    idle(dut)
+    await begin(dut, cfg.pipeline)
     gen = np.random.default_rng(rng("random_and_corner_sums").getrandbits(64))
     a, b = _vectors(fmt, gen, test_size())
-    want = fp_add_bits(a, b, fmt)
-    for k in range(a.size):
-        dut.a.value = int(a[k])
-        dut.b.value = int(b[k])
-        await Timer(1, unit="ns")
-        got = uint(dut.sum)
-        assert got == int(want[k]), (f"{fmt.name}: {int(a[k]):#x} + {int(b[k]):#x} = {got:#x}, "
-                                     f"golden {int(want[k]):#x}")
+    await _sums(dut, cfg, a, b, fp_add_bits(a, b, fmt))
 
 
 @cocotb.test()
@@ -68,21 +80,29 @@ async def commutes_and_handles_zeros(dut):
     x + -x = +0 (each checked against the rule itself, not only the golden model)."""
     cfg = config_from_env(FPAddConfig)
     fmt = cfg.format
-    idle(dut)
+    await begin(dut, cfg.pipeline)
     gen = np.random.default_rng(rng("commutes_and_handles_zeros").getrandbits(64))
     neg = 1 << (fmt.width - 1)
     cases = [(0, neg, 0), (neg, neg, neg), (neg, 0, 0), (0, 0, 0)]
     for x in gen.integers(1 << fmt.man_bits, fmt.inf, 50):
         cases.append((int(x), int(x) ^ neg, 0))
-    for x, y, want in cases:
-        dut.a.value, dut.b.value = x, y
-        await Timer(1, unit="ns")
-        assert uint(dut.sum) == want, f"{x:#x} + {y:#x} = {uint(dut.sum):#x}, want {want:#x}"
+    xs, ys, rule = zip(*cases)
+    await _sums(dut, cfg, xs, ys, rule, "want")
     a, b = _vectors(fmt, gen, 300)
-    for x, y in zip(a.tolist(), b.tolist()):
-        dut.a.value, dut.b.value = x, y
-        await Timer(1, unit="ns")
-        first = uint(dut.sum)
-        dut.a.value, dut.b.value = y, x
-        await Timer(1, unit="ns")
-        assert uint(dut.sum) == first, f"{x:#x} + {y:#x} does not commute"
+    # each pair, then the same pair swapped: both sums must be equal
+    pairs = [(x, y) for x, y in zip(a.tolist(), b.tolist())]
+    seq_a = [p for x, y in pairs for p in (x, y)]
+    seq_b = [p for x, y in pairs for p in (y, x)]
+    got = []
+
+    def drive(k):
+        dut.a.value, dut.b.value = seq_a[k], seq_b[k]
+
+    def check(k):
+        got.append(uint(dut.sum))
+        if k % 2:
+            x, y = pairs[k // 2]
+            assert got[k] == got[k - 1], f"{x:#x} + {y:#x} does not commute"
+
+    await apply_vectors(dut, cfg.pipeline, len(seq_a), drive, check)
+    assert len(got) == 2 * len(pairs)

@@ -1,21 +1,23 @@
 """Testbench of the rounding block (``common.round``) against ``golden.common.rounding``.
 
-The block is combinational: each vector is driven, settles, and every output field (``zero``,
+At ``pipeline = 0`` the block is combinational: each vector is driven, settles, and every
+output field (``zero``,
 ``sign``, ``exp``, ``sig``, the packed ``bits``, ``inexact``, ``overflow``, ``underflow``) is
 compared with :func:`golden.common.rounding.round_raw`.  Vectors aim at what rounding gets
 wrong: ties and near-ties, all-ones significands (a carry into the next binade), exponents at
 the format's overflow and underflow edges, the largest negative two's complement input, zero.
 Exactly representable values are also checked against their packed fields computed from the
-format directly (no rounding model involved), in every mode.
+format directly (no rounding model involved), in every mode.  At ``pipeline = d > 0`` the
+same vectors go in back to back, one per cycle, and each vector's outputs are checked exactly
+``d`` cycles later (:mod:`tb.common.latency`): a block a cycle early or late fails.
 """
 
 import cocotb
 import numpy as np
-from cocotb.triggers import Timer
-
 from golden.common.rounding import RoundConfig, round_raw
 
-from . import config_from_env, idle, rng, sint, test_size, uint
+from . import config_from_env, rng, sint, test_size, uint
+from .latency import apply_vectors, begin
 
 FIELDS = ("zero", "sign", "exp", "sig", "bits", "inexact", "overflow", "underflow")
 
@@ -29,14 +31,16 @@ async def apply(dut, cfg: RoundConfig, sig, exp, sign, rand, where: str) -> None
     """Drive every vector and compare every output with the golden model."""
     want = round_raw(cfg, sig, exp, sign, rand)
     outs = _ports(dut, cfg)
-    for k in range(len(sig)):
+
+    def drive(k):
         dut.i__sig.value = int(sig[k])
         dut.i__exp.value = int(exp[k])
         if not cfg.signed:
             dut.i__sign.value = int(sign[k])
         if cfg.mode == "sr":
             dut.i__rand.value = int(rand[k])
-        await Timer(1, unit="ns")
+
+    def check(k):
         for name, handle in outs.items():
             got = sint(handle) if name == "exp" else uint(handle)
             ref = int(getattr(want, name)[k])
@@ -44,6 +48,8 @@ async def apply(dut, cfg: RoundConfig, sig, exp, sign, rand, where: str) -> None
                       + ("" if cfg.signed else f" sign={int(sign[k])}")
                       + (f" rand={int(rand[k])}" if cfg.mode == "sr" else ""))
             assert got == ref, f"{where} vector {k}: {inputs}: {name} = {got}, golden {ref} ({cfg})"
+
+    await apply_vectors(dut, cfg.pipeline, len(sig), drive, check)
 
 
 def vectors(cfg: RoundConfig, gen: np.random.Generator, n: int):
@@ -88,7 +94,7 @@ def vectors(cfg: RoundConfig, gen: np.random.Generator, n: int):
 async def random_and_boundary_vectors(dut):
     """The unit's test size in vectors (2,000 in ``make test``), half at the range edges."""
     cfg = config_from_env(RoundConfig)
-    idle(dut)
+    await begin(dut, cfg.pipeline)
     gen = np.random.default_rng(rng("random_and_boundary_vectors").getrandbits(64))
     await apply(dut, cfg, *vectors(cfg, gen, test_size()), "random")
 
@@ -98,7 +104,7 @@ async def exhaustive_small_inputs(dut):
     """Narrow inputs (up to 10 bits): every significand and sign at edge and random exponents;
     in mode sr every significand with random values."""
     cfg = config_from_env(RoundConfig)
-    idle(dut)
+    await begin(dut, cfg.pipeline)
     r = rng("exhaustive_small_inputs")
     W = cfg.in_width
     if W > 10:
@@ -176,28 +182,34 @@ async def representable_values_are_exact(dut):
     """Values the target holds exactly come out unchanged, every output field, in every mode:
     the expected fields are built here from the format, not by the rounding model."""
     cfg = config_from_env(RoundConfig)
-    idle(dut)
+    await begin(dut, cfg.pipeline)
     r = rng("representable_values_are_exact")
     make = _exact_float if cfg.format.kind == "float" else _exact_int
     outs = _ports(dut, cfg)
-    checked = tries = 0
-    while checked < 300:
+    vectors = []
+    tries = 0
+    while len(vectors) < 300:
         tries += 1
-        assert tries < 3000, f"found only {checked} exactly representable inputs ({cfg})"
+        assert tries < 3000, f"found only {len(vectors)} exactly representable inputs ({cfg})"
         v = make(cfg, r)
-        if v is None:
-            continue
-        sig, exp, sign, want = v
+        if v is not None:
+            vectors.append((*v, r.randrange(1 << cfg.rand_bits) if cfg.mode == "sr" else 0))
+
+    def drive(k):
+        sig, exp, sign, _, rand = vectors[k]
         dut.i__sig.value = -sig if cfg.signed and sign else sig
         if not cfg.signed:
             dut.i__sign.value = sign
         dut.i__exp.value = exp
         if cfg.mode == "sr":
-            dut.i__rand.value = r.randrange(1 << cfg.rand_bits)
-        await Timer(1, unit="ns")
+            dut.i__rand.value = rand
+
+    def check(k):
+        sig, exp, sign, want, _ = vectors[k]
         for name, handle in outs.items():
             got = sint(handle) if name == "exp" else uint(handle)
             assert got == want[name], (f"sig={'-' if cfg.signed and sign else ''}{sig} "
                                        f"exp={exp} sign={sign}: {name} = {got}, expected "
                                        f"{want[name]} ({cfg})")
-        checked += 1
+
+    await apply_vectors(dut, cfg.pipeline, len(vectors), drive, check)

@@ -1,0 +1,158 @@
+"""Pipeline stages: the registers every pipelined unit places the same way.
+
+Three pieces, so that a unit states *where* its stages go and never re-derives *how*:
+
+* :func:`delay` / :class:`DelayLine` — a value through ``depth`` registers (optionally advancing
+  only while an enable is high): side-band fields (a valid bit, a clear flag, a special-case
+  result) that travel beside a pipelined datapath, or a fixed-latency datapath of its own.
+  ``depth = 0`` returns the value itself and adds nothing to the design.
+* :func:`stage` — one register stage cut through a combinational datapath at a named point:
+  every value of a list or dict comes back as its registered copy, or unchanged when the cut is
+  not taken, so a unit writes its datapath once and turns each cut on or off.
+* :class:`StreamSlice` — a register slice for a ``lib.stream`` valid/ready stream (a skid
+  buffer): ``o.valid``/``o.payload`` and ``i.ready`` all come from registers, so the slice cuts
+  every combinational path through the stream in both directions, and it still moves one
+  transfer per cycle while the consumer is ready.  Nothing is lost, duplicated or reordered
+  whatever the producer's idle cycles and the consumer's back-pressure.
+
+Registers live in the ``sync`` domain (clock ``clk``, synchronous reset ``rst``) and reset to 0.
+"""
+
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+
+def _shape(value):
+    """The shape of a value, an Amaranth ``data`` view (its layout) or a value-castable."""
+    if hasattr(value, "shape"):
+        return value.shape()
+    return Value.cast(value).shape()
+
+
+def delay(m, value, depth: int, *, en=None, name: str | None = None):
+    """``value`` delayed by ``depth`` clock cycles: a chain of ``depth`` registers in ``m``'s
+    ``sync`` domain (reset value 0), of ``value``'s shape (a data view stays a view).
+
+    With ``en``, every register of the chain loads only while ``en`` is high (the whole line
+    advances together: a stalled pipeline holds its contents).  ``depth = 0`` returns
+    ``value`` itself (no register, no signal).  ``name`` names the registers
+    ``<name>_d1`` … ``<name>_d<depth>`` in the generated Verilog."""
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        raise ValueError(f"delay depth must be an integer >= 0, not {depth!r}")
+    shape = _shape(value)
+    for k in range(1, depth + 1):
+        reg = Signal(shape, name=f"{name}_d{k}" if name else None)
+        if en is None:
+            m.d.sync += reg.eq(value)
+        else:
+            with m.If(en):
+                m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+def stage(m, values, enable: bool = True, *, en=None, name: str = "stage"):
+    """A register stage at a named cut point of a combinational datapath.
+
+    ``values`` is a dict (name → value) or a list/tuple of values; the result has the same
+    form, each value replaced by its registered copy (one cycle later, named
+    ``<name>_<key>`` in the generated Verilog) when ``enable`` is true, or returned unchanged
+    (no register) when the cut is not taken.  ``en`` (a signal) makes the registers load only
+    while it is high, as in :func:`delay`."""
+    if isinstance(values, dict):
+        return {k: delay(m, v, 1 if enable else 0, en=en, name=f"{name}_{k}")
+                for k, v in values.items()}
+    out = [delay(m, v, 1 if enable else 0, en=en, name=f"{name}_{k}")
+           for k, v in enumerate(values)]
+    return type(values)(out) if isinstance(values, tuple) else out
+
+
+class DelayLine(wiring.Component):
+    """A value through ``depth`` registers: ``o`` is ``i`` from ``depth`` cycles earlier
+    (counting only the cycles with ``en`` high when ``enable`` is set).
+
+    Latency: ``depth`` cycles (``depth = 0``: a wire).  Throughput: one value per cycle.
+
+    Parameters
+    ----------
+    shape : Shape, layout or int
+        Shape of the value.
+    depth : int
+        Registers in the line, >= 0.
+    enable : bool
+        Add the ``en`` input: the line advances only while it is high.
+
+    Ports
+    -----
+    i : In(shape); o : Out(shape); en : In(1) (with ``enable``)
+    """
+
+    def __init__(self, shape, depth: int, enable: bool = False):
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise ValueError(f"DelayLine depth must be an integer >= 0, not {depth!r}")
+        self.depth = depth
+        self.enable = enable
+        members = {"i": In(shape), "o": Out(shape)}
+        if enable:
+            members["en"] = In(1)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        out = delay(m, self.i, self.depth, en=self.en if self.enable else None, name="line")
+        m.d.comb += self.o.eq(out)
+        return m
+
+
+class StreamSlice(wiring.Component):
+    """A register slice for a valid/ready stream (a skid buffer).
+
+    ``o.valid``, ``o.payload`` and ``i.ready`` are registers: no combinational path crosses the
+    slice in either direction.  ``i.ready`` is high while the skid register is empty.  When the
+    consumer stalls (``o.valid & ~o.ready``) while a transfer comes in, that payload goes into
+    the skid register and ``i.ready`` drops on the next cycle; when the output frees up, the
+    skid register's payload moves to the output before any newer one.
+
+    Latency: one cycle (a payload accepted at an edge is on ``o`` from the next cycle).
+    Throughput: one transfer per cycle while ``o.ready`` stays high; after back-pressure the
+    stream resumes at full rate.  Transfers leave in the order they came, each exactly once.
+
+    Parameters
+    ----------
+    shape : Shape, layout or int
+        The payload's shape.
+
+    Ports
+    -----
+    i : In(stream.Signature(shape))
+        The producer's side.
+    o : Out(stream.Signature(shape))
+        The consumer's side.
+    """
+
+    def __init__(self, shape):
+        self.payload_shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i, self.o
+        skid_valid = Signal(name="skid_valid")
+        skid = Signal(self.payload_shape, name="skid")
+        out_valid = Signal(name="out_valid")
+        out_payload = Signal(self.payload_shape, name="out_payload")
+        m.d.comb += [i.ready.eq(~skid_valid), o.valid.eq(out_valid), o.payload.eq(out_payload)]
+        with m.If(~out_valid | o.ready):
+            # the output register is free (or being emptied at this edge)
+            with m.If(skid_valid):
+                m.d.sync += [out_payload.eq(skid), out_valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [out_payload.eq(i.payload), out_valid.eq(i.valid)]
+        with m.Elif(i.valid & ~skid_valid):
+            # the consumer stalls: park the incoming payload
+            m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]
+        return m
+
+
+__all__ = ["delay", "stage", "DelayLine", "StreamSlice"]

@@ -1,0 +1,66 @@
+"""The testbenches of the units with register stages catch a wrong latency.
+
+Each case builds the unit with one stage more or one stage fewer than the configuration the
+testbench checks against (the same numerics, only the latency differs): the testbench must
+fail, because it checks every output exactly ``pipeline`` cycles after its input with new
+inputs every cycle.  The last case keeps the latency but lets a MAC lane's ``valid`` and
+``clear`` skip the product register, so they reach the accumulator one cycle ahead of their
+product.
+"""
+
+import pytest
+
+import hdl.baseline.mac16
+from golden.baseline import MAC16Config
+from golden.common.fp_add import FPAddConfig
+from golden.common.rounding import RoundConfig
+from hdl.baseline import MAC16
+from hdl.common.fp_add import FPAdder
+from hdl.common.rounding import Round
+from mutantutil import built_with, run_failed
+
+
+@pytest.mark.parametrize("cfg, built", [
+    (FPAddConfig(fmt="bf16", pipeline=1), 2),
+    (FPAddConfig(fmt="bf16", pipeline=3), 2),
+], ids=lambda v: str(v.pipeline) if hasattr(v, "pipeline") else f"built-{v}")
+def test_fp_adder_with_a_wrong_latency(cfg, built, tb_options):
+    failed = run_failed("common.fp_add", cfg, built_with(FPAdder, pipeline=built), tb_options)
+    assert {"random_and_corner_sums", "commutes_and_handles_zeros"} <= set(failed), failed
+
+
+@pytest.mark.parametrize("cfg, built", [
+    (RoundConfig(pipeline=1), 2),
+    (RoundConfig(fmt="int8", in_width=20, signed=True, frac=10, exp_width=6, mode="rdn",
+                 overflow="saturate", pipeline=3), 2),
+], ids=lambda v: str(v.pipeline) if hasattr(v, "pipeline") else f"built-{v}")
+def test_rounding_block_with_a_wrong_latency(cfg, built, tb_options):
+    failed = run_failed("common.round", cfg, built_with(Round, pipeline=built), tb_options)
+    assert {"random_and_boundary_vectors", "exhaustive_small_inputs",
+            "representable_values_are_exact"} <= set(failed), failed
+
+
+@pytest.mark.parametrize("cfg, built", [
+    (MAC16Config(fmt="bf16", lanes=2, pipeline=1), 0),
+    (MAC16Config(fmt="bf16", lanes=2, pipeline=1), 2),
+    (MAC16Config(fmt="int8", lanes=2, pipeline=2), 1),
+], ids=["bf16-1-built-0", "bf16-1-built-2", "int8-2-built-1"])
+def test_mac16_with_a_wrong_latency(cfg, built, tb_options):
+    failed = run_failed("baseline.mac16", cfg, built_with(MAC16, pipeline=built), tb_options)
+    assert {"directed", "random_accumulations"} <= set(failed), failed
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "int8"])
+def test_mac16_whose_valid_and_clear_skip_the_product_register(fmt, tb_options, monkeypatch):
+    real = hdl.baseline.mac16.stage
+
+    def stage(m, values, enable=True, **kw):
+        if kw.get("name", "").startswith("product"):
+            # register the product only; valid/clear pass straight to the accumulator
+            return {**values, "p": real(m, {"p": values["p"]}, enable, **kw)["p"]}
+        return real(m, values, enable, **kw)
+
+    monkeypatch.setattr(hdl.baseline.mac16, "stage", stage)
+    failed = run_failed("baseline.mac16", MAC16Config(fmt=fmt, lanes=2, pipeline=1), None,
+                        tb_options)
+    assert {"directed", "random_accumulations"} <= set(failed), failed
