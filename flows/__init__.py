@@ -41,5 +41,14 @@ def build_dir() -> Path:
     return BUILD
 
 
+def shown(path) -> str:
+    """``path`` relative to the working folder when it lies inside it (so that reports and
+    generated pages do not name the machine's folders), else as it is."""
+    import os
+
+    rel = os.path.relpath(path)
+    return str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 class FlowError(Exception):
     """A usage, configuration or environment error the CLI reports as one line (exit status 2)."""

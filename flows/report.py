@@ -15,7 +15,7 @@ only *ratios* between units built with the same flow are comparable, never absol
 import json
 from dataclasses import dataclass, field
 
-from . import FlowError, build_dir, families, progress, registry
+from . import FlowError, build_dir, families, progress, registry, shown
 from .config import load_config
 from .registry import config_label
 
@@ -216,15 +216,6 @@ def check_markdown_path(path):
     return path
 
 
-def _shown(path) -> str:
-    """``path`` relative to the working folder when inside it (so that a page does not name
-    the machine's folders), else as it is."""
-    import os
-
-    rel = os.path.relpath(path)
-    return str(path) if rel.startswith("..") else rel
-
-
 def results_page(markdown: str, command: str, build: str) -> str:
     """A run's summary ``markdown`` as the generated results page (``docs/results.md``):
     stamped with the command, the commit, the date, the machine and every tool's version;
@@ -283,7 +274,7 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0, markdown=None) -> in
         write_atomic(out / "report.json", json.dumps(results, indent=2) + "\n")
         write_atomic(out / "report.md", text)
         if markdown is not None:
-            write_atomic(markdown, results_page(text, "trainfab report", _shown(out)))
+            write_atomic(markdown, results_page(text, "trainfab report", shown(out)))
     print(text)
     print(f"written: {out / 'report.md'}, {out / 'report.json'}"
           + (f", {markdown}" if markdown is not None else ""))
@@ -746,7 +737,7 @@ def paper(seed: int = 1, sim: str | None = None, jobs: int | None = None,
         code = _paper(out, seed, sim, jobs)
         if markdown is not None and code == 0:
             write_atomic(markdown, results_page((out / "summary.md").read_text(),
-                                                "make paper", _shown(out)))
+                                                "make paper", shown(out)))
             print(f"written: {markdown}")
         elif markdown is not None:
             print(f"not written: {markdown} (a regression or a sweep point failed)")

@@ -120,8 +120,10 @@ TILE_BLOCKS = {
         ("exponent blocks (one per 2 PEs)", ("xb*",)),
         ("B buffers (per row)", ("bbuf*",)),
         ("PEs: Block 2 shift-and-reduce", ("pe*.lanes",)),
-        ("PEs: Block 3 accumulation", ("pe*.accumulator",)),
-        ("PEs: control (k, OB, window, flags, group registers)", ("pe* (rest)",)),
+        ("PEs: Block 3 accumulation (group-sum adder, sum/accumulator registers, normalize, "
+         "read-out)", ("pe*.accumulator",)),
+        ("PEs: control (k = δ + t, OB, base and window, δ/done/taken registers; term "
+         "selectors when independent)", ("pe* (rest)",)),
         ("column control (A registers, group counters)", ("col* (rest)",)),
         ("tile control (synchronization)", ("(top)",)),
     ),

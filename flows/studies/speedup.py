@@ -125,7 +125,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import FlowError, build_dir
+from .. import FlowError, build_dir, shown
 
 HELP = ("FPRaker tile cycles vs the iso-area bit-parallel baseline on real GEMMs: tensor-file "
         "pairs (G.serial/G.parallel or G.act/G.weight), training captures (trainfab train "
@@ -511,7 +511,7 @@ def area_ratio(override: float | None, tile=None) -> tuple[float | None, str]:
         path = build_dir() / "area" / unit / "area.json"
         if not path.is_file():
             return None, ("not measured (no " + " / ".join(
-                str(build_dir() / "area" / u / "area.json") for u in AREA_UNITS)
+                shown(build_dir() / "area" / u / "area.json") for u in AREA_UNITS)
                 + "; run `trainfab area` for both units, or give --area-ratio)")
         try:
             data = json.loads(path.read_text())

@@ -144,8 +144,12 @@ class GroupAccumulator(wiring.Component):
     """Block 3: the PE's sum register and accumulator, one register pair for both.
 
     During a group ``x`` holds the fixed-point sum on the ``2**(E_g - F)`` grid and ``eg`` the
-    group exponent; in the group's last cycle ``NORM_RNE(x_in, eg_in)`` (the shared rounding
-    block) is written into the same registers, packed as ``{zero, sign, sig}`` in ``x`` and the
+    group exponent.  Each cycle the block adds the shift-and-reduce block's sum ``t`` to the
+    group sum — to the accumulator aligned onto the group grid, ``ag``, with the exponent
+    block's ``E_g`` (``eg_new``), in the PE's first cycle of a group (``serve``), else to ``x``
+    with ``eg``: ``x_in = (serve ? ag : x) + t``, ``eg_in = serve ? eg_new : eg``.  In the
+    group's last cycle ``NORM_RNE(x_in, eg_in)`` (the shared rounding block) is written into
+    the same registers, packed as ``{zero, sign, sig}`` in ``x`` and the
     exponent in ``eg``, where it stays until the PE's next group starts: the accumulator and the
     group sum are never alive at once, so they share flip-flops.  ``acc`` unpacks the registers
     (meaningful between groups) and reads them out to bfloat16.
@@ -155,7 +159,10 @@ class GroupAccumulator(wiring.Component):
     en : In(1)
         Register ``x_in``/``eg_in`` (or, with ``last``, their normalization).
     last : In(1)
-    x_in : In(signed(F + int_bits + 1)); eg_in : In(signed(10))
+    serve : In(1); ag : In(signed(F + int_bits + 1)); eg_new : In(signed(10))
+        The exponent block's outputs and the cycle they are for.
+    t : In(signed(F + int_bits + 1))
+        This cycle's sum of the processed lanes on the group grid.
     x : Out(signed(F + int_bits + 1)); eg : Out(signed(10))
         The registers.
     acc : Out(AccumulatorSignature(keep_bits))
@@ -168,8 +175,8 @@ class GroupAccumulator(wiring.Component):
         if XS < cfg.keep_bits + 3:
             raise ValueError(f"fpraker.tile: frac_bits + int_bits + 1 = {XS} cannot hold the "
                              f"packed accumulator ({cfg.keep_bits + 3} bits)")
-        super().__init__({"en": In(1), "last": In(1), "x_in": In(signed(XS)),
-                          "eg_in": In(signed(EG_W)),
+        super().__init__({"en": In(1), "last": In(1), "serve": In(1), "ag": In(signed(XS)),
+                          "eg_new": In(signed(EG_W)), "t": In(signed(XS)),
                           "x": Out(signed(XS), init=1 << (cfg.keep_bits + 2)),
                           "eg": Out(signed(EG_W)),
                           "acc": Out(AccumulatorSignature(cfg.keep_bits))})
@@ -178,14 +185,18 @@ class GroupAccumulator(wiring.Component):
         m = Module()
         P = self.cfg.keep_bits
         acc = self.acc
+        x_in = Signal(signed(_x_width(self.cfg)))
+        eg_in = Signal(signed(EG_W))
+        m.d.comb += [x_in.eq(Mux(self.serve, self.ag, self.x) + self.t),
+                     eg_in.eq(Mux(self.serve, self.eg_new, self.eg))]
         norm = m.submodules.norm = Round(norm_config(self.pe))
-        m.d.comb += [norm.i.sig.eq(self.x_in), norm.i.exp.eq(self.eg_in)]
+        m.d.comb += [norm.i.sig.eq(x_in), norm.i.exp.eq(eg_in)]
         with m.If(self.en):
             with m.If(self.last):
                 m.d.sync += [self.x.eq(Cat(norm.o.sig, norm.o.sign, norm.o.zero)),
                              self.eg.eq(norm.o.exp)]
             with m.Else():
-                m.d.sync += [self.x.eq(self.x_in), self.eg.eq(self.eg_in)]
+                m.d.sync += [self.x.eq(x_in), self.eg.eq(eg_in)]
         m.d.comb += [acc.sig.eq(self.x[:P + 1]), acc.sign.eq(self.x[P + 1]),
                      acc.zero.eq(self.x[P + 2]), acc.exp.eq(self.eg)]
         readout = m.submodules.readout = Round(read_out_config(self.pe))
@@ -335,7 +346,6 @@ class TilePE(wiring.Component):
 
         accu = m.submodules.accumulator = GroupAccumulator(cfg)
         wiring.connect(m, accu.acc, wiring.flipped(self.acc))
-        x, eg = accu.x, accu.eg
         m.d.comb += self.zero_in.eq(self.acc.zero | self.clear)
 
         bzero = Cat(*(self.b[i].exp == 0 for i in range(L)))
@@ -343,14 +353,10 @@ class TilePE(wiring.Component):
         done_c = Signal(L)
         if not indep:
             taken_c = Signal(L)
-        eg_c = Signal(signed(EG_W))
-        x_c = Signal(signed(_x_width(cfg)))
         m.d.comb += [
             st.eq(self.busy & (started | self.serve)),
             done_c.eq(Mux(self.first, bzero, done)),
             *([] if indep else [taken_c.eq(Mux(self.first, 0, taken))]),
-            eg_c.eq(Mux(self.serve, self.eg_in, eg)),
-            x_c.eq(Mux(self.serve, self.ag_in, x)),
             self.started.eq(st),
         ]
         # ---- control: k = delta + t, OB-a, base, window
@@ -391,8 +397,8 @@ class TilePE(wiring.Component):
         m.d.comb += [sr.delta[i].eq(win[i]) for i in range(L)]
 
         # ---- Block 3: fixed-point sum on the group grid, normalized at the group's end
-        x_next = Signal(signed(_x_width(cfg)))
-        m.d.comb += [x_next.eq(x_c + sr.sum), accu.x_in.eq(x_next), accu.eg_in.eq(eg_c),
+        m.d.comb += [accu.serve.eq(self.serve), accu.ag.eq(self.ag_in),
+                     accu.eg_new.eq(self.eg_in), accu.t.eq(sr.sum),
                      accu.en.eq(self.busy & st), accu.last.eq(self.last)]
 
         # ---- OB-b, done/taken for the column's AND trees
