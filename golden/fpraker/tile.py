@@ -196,7 +196,7 @@ def _columns_group(acc, A, B, cfg, pe, counts):
     ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
     act_a, _, _, ma = decode_bf16(A)
     enc = RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
-    offset = (np.arange(R) % 2) if cfg.share_exp else np.zeros(R, dtype=np.int64)
+    offset = cfg.row_offsets()
     started = np.zeros((n, R), dtype=bool)
     taken = np.zeros((n, R, L), dtype=bool)
     cycles = np.zeros(n, dtype=np.int64)
