@@ -106,7 +106,9 @@ Outputs (default folder ``build/sweep/<unit>-<10 hex digits of the sweep's hash>
   the base configuration, the grid, the measures, the liberty, and per row the point's hash, full
   configuration and Verilog sha256.
 * ``<measure>_vs_<field>.png``: each numeric area/timing measure against each swept field with
-  two or more values, one line per combination of the other fields (matplotlib, Agg).
+  two or more values, one line per combination of the other fields (matplotlib, Agg);
+  ``area_um2_vs_fmax_mhz.png``: every measured point's area against its fmax, with the front of
+  the points no other point beats in both (e.g. a ``pipeline`` grid's area-fmax trade-off).
 * ``sweep.md``: the set-up, the table, the smallest-area and highest-fmax points, the errors and
   the plots.
 
@@ -841,8 +843,8 @@ def plotted_columns(plan: Plan) -> list[str]:
 
 
 def write_plots(plan: Plan, rows: list[dict], out: Path) -> list[Path]:
-    """``<measure>_vs_<field>.png`` for every plotted column and every field with ≥ 2 values
-    (stale plots of other columns or fields that an earlier sweep wrote into ``out`` are
+    """``<measure>_vs_<field>.png`` for every plotted column and every field with ≥ 2 values,
+    and :data:`FRONT_PLOT` when area and fmax were measured at two points or more (stale plots of other columns or fields that an earlier sweep wrote into ``out`` are
     removed: only those the folder's manifest proves trainfab's,
     :func:`flows.runs.remove_stale`)."""
     from .runs import remove_stale
@@ -850,9 +852,12 @@ def write_plots(plan: Plan, rows: list[dict], out: Path) -> list[Path]:
     fields = [f for f, v in plan.grid.items() if len(v) > 1]
     want = [(c, f) for c in plotted_columns(plan) for f in fields]
     names = {f"{c}_vs_{f}.png" for c, f in want}
+    front = front_points(rows) if {"area_um2", "fmax_mhz"} <= set(plotted_columns(plan)) else []
+    if len(front) > 0 and len(_measured(rows)) >= 2:
+        names.add(FRONT_PLOT)
     remove_stale(out, [old.name for old in out.glob("*_vs_*.png")
                        if old.name.split("_vs_")[0] in LABELS], keep=names)
-    if not want:
+    if not names:
         return []
     import matplotlib
 
@@ -864,7 +869,48 @@ def write_plots(plan: Plan, rows: list[dict], out: Path) -> list[Path]:
         path = out / f"{col}_vs_{field}.png"
         _plot(plt, plan, rows, col, field, path)
         paths.append(path)
+    if FRONT_PLOT in names:
+        paths.append(out / FRONT_PLOT)
+        _plot_front(plt, plan, rows, front, paths[-1])
     return paths
+
+
+#: the area-fmax plot of every measured point, its Pareto front drawn
+FRONT_PLOT = "area_um2_vs_fmax_mhz.png"
+
+
+def _measured(rows) -> list[dict]:
+    return [r for r in rows if _is_number(r.get("area_um2")) and _is_number(r.get("fmax_mhz"))]
+
+
+def front_points(rows) -> list[dict]:
+    """The points no other point beats in both area and fmax (smaller or equal area and
+    higher or equal fmax, one of them strictly): the area-fmax front, by rising fmax."""
+    pts = _measured(rows)
+    front = [r for r in pts
+             if not any(o["area_um2"] <= r["area_um2"] and o["fmax_mhz"] >= r["fmax_mhz"]
+                        and (o["area_um2"], o["fmax_mhz"]) != (r["area_um2"], r["fmax_mhz"])
+                        for o in pts)]
+    return sorted(front, key=lambda r: (r["fmax_mhz"], r["area_um2"]))
+
+
+def _plot_front(plt, plan: Plan, rows, front, path: Path) -> None:
+    pts = _measured(rows)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    ax.scatter([r["fmax_mhz"] for r in pts], [r["area_um2"] for r in pts], s=18, alpha=0.6,
+               label="points")
+    ax.plot([r["fmax_mhz"] for r in front], [r["area_um2"] for r in front], "o-", color="C3",
+            ms=5, label="front (no point smaller and faster)")
+    fields = [f for f, v in plan.grid.items() if len(v) > 1]
+    for r in front:
+        ax.annotate(",".join(f"{f}={fmt_value(r[f])}" for f in fields), (r["fmax_mhz"],
+                    r["area_um2"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set(xlabel=LABELS.get("fmax_mhz", "fmax_mhz"), ylabel=LABELS.get("area_um2", "area_um2"),
+           title=f"{plan.unit.name}: area against fmax")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _is_number(v) -> bool:
@@ -958,7 +1004,7 @@ def markdown(plan: Plan, rows: list[dict], plots: list[Path], out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CLOCK", "MEASURES", "add_arguments", "check_hardware_fields", "cmd_sweep",
-           "compute_point", "parse_grid", "plan_sweep", "read_results", "split_values",
-           "table", "write_outputs"]
+__all__ = ["CLOCK", "MEASURES", "FRONT_PLOT", "add_arguments", "check_hardware_fields",
+           "cmd_sweep", "compute_point", "front_points", "parse_grid", "plan_sweep",
+           "read_results", "split_values", "table", "write_outputs"]
 

@@ -93,6 +93,19 @@ def test_plots_are_png_files(serial):
             path = serial / f"{col}_vs_{field}.png"
             assert path.read_bytes()[:8] == PNG, path
             assert f"({path.name})" in (serial / "sweep.md").read_text()
+    front = serial / sweep.FRONT_PLOT
+    assert front.read_bytes()[:8] == PNG and f"({front.name})" in (serial / "sweep.md").read_text()
+
+
+def test_the_area_fmax_front_keeps_the_points_nothing_beats():
+    rows = [{"area_um2": 10.0, "fmax_mhz": 100.0}, {"area_um2": 12.0, "fmax_mhz": 90.0},
+            {"area_um2": 20.0, "fmax_mhz": 200.0}, {"area_um2": 30.0, "fmax_mhz": 190.0},
+            {"area_um2": 20.0, "fmax_mhz": 200.0}, {"area_um2": None, "fmax_mhz": 500.0},
+            {"area_um2": 25.0, "fmax_mhz": 250.0}]
+    front = [(r["area_um2"], r["fmax_mhz"]) for r in sweep.front_points(rows)]
+    # (12, 90) is beaten by (10, 100), (30, 190) by (20, 200); equal points both stay; the
+    # point without an area (a failed synthesis) is not measured
+    assert front == [(10.0, 100.0), (20.0, 200.0), (20.0, 200.0), (25.0, 250.0)]
 
 
 def test_dask_cluster_gives_the_serial_tables_byte_for_byte(serial, tmp_path, capsys):
