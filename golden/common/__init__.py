@@ -69,6 +69,18 @@ def int_matmul_t(a, b):
                    ).astype(np.int64)
 
 
+def check_patterns(values, dtype, name: str, what: str) -> np.ndarray:
+    """``values`` itself when it is a 1-D NumPy array of ``dtype`` (bit patterns); otherwise a
+    one-line ``ValueError`` naming the argument ``name`` and what it should hold (``what``)."""
+    if not isinstance(values, np.ndarray):
+        raise ValueError(f"{name} must be a NumPy array of {what}, got {type(values).__name__}")
+    if values.dtype != dtype:
+        raise ValueError(f"{name} have dtype {values.dtype}; expected {what}")
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
+    return values
+
+
 def msb_index(x: int) -> int:
     """Index of the most significant set bit of a positive int (the leading-one detector)."""
     if x <= 0:
@@ -80,5 +92,5 @@ __all__ = [
     "FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3", "E5M2",
     "INT8", "INT12", "FORMATS", "format_named", "fields", "pack", "bf16_to_float",
     "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "int_matmul_t",
-    "msb_index",
+    "msb_index", "check_patterns",
 ]

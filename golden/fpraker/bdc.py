@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import check_int
+from ..common import check_patterns
 
 #: header bits of a group
 HEADER_BITS = 3
@@ -102,15 +103,8 @@ def delta_width(d):
 
 
 def _check_values(values) -> np.ndarray:
-    if not isinstance(values, np.ndarray):
-        raise ValueError(f"values must be a NumPy array of uint16 bfloat16 bit patterns, got "
-                         f"{type(values).__name__}")
-    if values.dtype != np.uint16:
-        raise ValueError(f"values have dtype {values.dtype}; expected uint16 bfloat16 bit "
-                         f"patterns (np.asarray(x, dtype=np.uint16))")
-    if values.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {values.shape}")
-    return values
+    return check_patterns(values, np.uint16, "values", "uint16 bfloat16 bit patterns "
+                          "(np.asarray(x, dtype=np.uint16))")
 
 
 def _groups(values: np.ndarray, group: int):

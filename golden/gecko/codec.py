@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import check_bool, check_choice, check_int
-from ..common import FORMATS, FloatFormat, fields, pack
+from ..common import FORMATS, FloatFormat, check_patterns, fields, pack
 
 #: the source formats Gecko codes (8-bit exponents, bias 127)
 SOURCE_FORMATS = ("fp32", "bf16")
@@ -170,16 +170,8 @@ def _decode(d, m):
 
 
 def _check_bits(bits, cfg: GeckoConfig) -> np.ndarray:
-    fmt = cfg.format
-    if not isinstance(bits, np.ndarray):
-        raise ValueError(f"bits must be a NumPy array of {np.dtype(fmt.dtype).name}, "
-                         f"got {type(bits).__name__}")
-    if bits.dtype != fmt.dtype:
-        raise ValueError(f"bits dtype {bits.dtype} does not match fmt={cfg.fmt!r} "
-                         f"(expected {np.dtype(fmt.dtype).name})")
-    if bits.ndim != 1:
-        raise ValueError(f"bits must be 1-D, got shape {bits.shape}")
-    return bits
+    return check_patterns(bits, cfg.format.dtype, "bits",
+                          f"{np.dtype(cfg.format.dtype).name} (fmt={cfg.fmt!r})")
 
 
 def _rows(bits: np.ndarray, cfg: GeckoConfig):
