@@ -111,24 +111,28 @@ class ExponentBlock(wiring.Component):
         cfg = self.cfg
         m = Module()
         L, F, P = cfg.lanes, cfg.frac_bits, cfg.keep_bits
-        # widths: ABe = Ae + Be - 254 in -252..254 and E_g in -512..511 fit 10 signed bits,
-        # E_g - ABe and E_g - eacc 11
-        abe = []
-        w = []
-        for i in range(L):
-            a = Signal(signed(EG_W), name=f"abe{i}")
-            x = Signal(signed(EG_W), name=f"w{i}")
-            m.d.comb += [a.eq(self.a_exp[i] + self.b_exp[i] - 254), x.eq(a + self.lead[i])]
-            abe.append(a)
-            w.append(x)
-        ev, emax = tree_reduce(m, [(self.has[i], w[i]) for i in range(L)]
-                               + [(~self.acc_zero, self.acc_exp.as_signed())],
-                               lambda a, b: a >= b, signed(EG_W), "emax")
-        m.d.comb += self.eg.eq(Mux(ev, emax, 0))
+        # Exponents are compared in the biased domain, where ABe + 254 = Ae + Be needs no
+        # constant per lane: s = Ae + Be (9 bits) and w + 254 = s + lead.  The lane max tree
+        # orders the 10-bit keys 2 s + lead, whose order is that of s + lead wherever those
+        # differ, so the lanes' maximum is s* + lead* of the winning key (one incrementer, not
+        # one per lane).  M = E_g + 254 (11 bits signed: eacc + 254 may be negative); the
+        # deltas are M - s, and E_g = M - 254.
+        s = [Signal(9, name=f"s{i}") for i in range(L)]
+        m.d.comb += [s[i].eq(self.a_exp[i] + self.b_exp[i]) for i in range(L)]
+        lv, lkey = tree_reduce(m, [(self.has[i], Cat(self.lead[i], s[i])) for i in range(L)],
+                               lambda a, b: a >= b, unsigned(10), "emax")
+        lanes_max = Signal(10)
+        acc_b = Signal(signed(EG_W + 1))
+        big = Signal(signed(EG_W + 1))
+        m.d.comb += [lanes_max.eq(lkey[1:] + lkey[0]), acc_b.eq(self.acc_exp + 254)]
+        acc_v = ~self.acc_zero
+        m.d.comb += big.eq(Mux(lv & (~acc_v | (lanes_max >= acc_b)), lanes_max,
+                               Mux(acc_v, acc_b, 254)))
+        m.d.comb += self.eg.eq(big - 254)
         cap = cfg.kmax + 2
         for i in range(L):
-            d = Signal(signed(EG_W + 1), name=f"d{i}")
-            m.d.comb += [d.eq(self.eg - abe[i]),
+            d = Signal(signed(EG_W + 2), name=f"d{i}")
+            m.d.comb += [d.eq(big - s[i]),
                          self.delta[i].eq(Mux(d > cap, cap, d[:_delta_width(cfg)]))]
         # the acc shift, once per group: E_g >= eacc for a non-zero accumulator
         diff = Signal(signed(EG_W + 1))
@@ -278,10 +282,12 @@ class TilePE(wiring.Component):
         The PE's exponent block serves it this cycle (its first cycle of the group).
     eg_in : In(signed(10)); delta_in : In array; ag_in : In(signed)
         The exponent block's outputs (used when ``serve``).
-    valid, tp, neg : the column encoder's terms (``sync = "lockstep"``); a_sign : In(lanes)
+    valid, tp, neg : the column encoder's terms (``sync = "lockstep"``); ``neg`` is the sign
+        of the term times A's sign (the column folds A's signs in once for all its PEs)
     digits, negs : In(9) array
         ``sync = "independent"``: the column's broadcast term masks, which the PE's own
-        :class:`TermSelector` (``selector``) turns into its terms.
+        :class:`TermSelector` (``selector``) turns into its terms; ``negs`` carry A's sign
+        folded in, as ``neg`` does.
     b : In(bf16) array
         The PE's B values of the current group (its row's buffer entry).
     advance : In(lanes)
@@ -305,11 +311,11 @@ class TilePE(wiring.Component):
         L = cfg.lanes
         if cfg.sync == "independent":
             terms = {"digits": In(DIGITS).array(L), "negs": In(DIGITS).array(L),
-                     "a_sign": In(L), "b": In(BF).array(L),
+                     "b": In(BF).array(L),
                      "fin": Out(1), "zero_in": Out(1), "proc": Out(L), "shift": Out(L),
                      "started": Out(1), "waiting": Out(1)}
         else:
-            terms = {"valid": In(L), "tp": In(4).array(L), "neg": In(L), "a_sign": In(L),
+            terms = {"valid": In(L), "tp": In(4).array(L), "neg": In(L),
                      "b": In(BF).array(L), "advance": In(L),
                      "done_out": Out(L), "taken_out": Out(L), "zero_in": Out(1),
                      "proc": Out(L), "shift": Out(L), "started": Out(1)}
@@ -366,33 +372,45 @@ class TilePE(wiring.Component):
             m.d.comb += elig.eq(Mux(st & ~finished, valid & ~done_c, 0))
         else:
             m.d.comb += elig.eq(Mux(st, valid & ~done_c & ~taken_c, 0))
+        # k + 1 = delta + tp, used as it is: the min tree, the window and OB-b compare k + 1
+        # (no decrementer per lane), and the window test k - base <= dmax is the comparison
+        # k + 1 <= (base + 1) + dmax against one shared sum; only the shift amount is a
+        # difference, narrowed to the window's bits
         oob = Signal(L)
-        ks = []
+        ds, kks = [], []
         for i in range(L):
             d = Signal(DW, name=f"delta_c{i}")
             kk = Signal(DW + 1, name=f"kk{i}")        # k + 1 = delta + tp
-            k = Signal(KW, name=f"k{i}")
             m.d.comb += [d.eq(Mux(self.serve, self.delta_in[i], delta[i])),
-                         kk.eq(d + tp[i]), oob[i].eq(kk > KMAX + 1), k.eq(kk - 1)]
-            ks.append((d, k))
+                         kk.eq(d + tp[i]), oob[i].eq(kk > KMAX + 1)]
+            ds.append(d)
+            kks.append(kk)
+        # the deltas load in the PE's served cycle and hold otherwise (d is delta then)
+        m.d.sync += [delta[i].eq(ds[i]) for i in range(L)]
         run = Signal(L)
         m.d.comb += run.eq(elig & ~oob)
-        b_valid, b_min = tree_reduce(m, [(run[i], ks[i][1]) for i in range(L)],
+        # a running lane has 1 <= k + 1 <= kmax + 1, which fits KW bits
+        b_valid, b_min = tree_reduce(m, [(run[i], kks[i][:KW]) for i in range(L)],
                                      lambda a, b: a <= b, unsigned(KW), "kmin")
+        # with no running lane the base is never used: every lane enters the tree as 0
+        base1 = Signal(KW + 1)                         # base + 1
+        reach = Signal(KW + 2)                         # base + 1 + dmax
         base = Signal(KW)
-        m.d.comb += base.eq(Mux(b_valid, b_min, 0))
+        m.d.comb += [base1.eq(b_min), reach.eq(b_min + DMAX),
+                     base.eq(b_min - 1)]
         proc = self.proc
+        WW = max(DMAX.bit_length(), 1)
         win = []
         for i in range(L):
-            w = Signal(KW, name=f"win{i}")
-            m.d.comb += [w.eq(ks[i][1] - base), proc[i].eq(run[i] & (w <= DMAX))]
+            w = Signal(WW, name=f"win{i}")
+            m.d.comb += [w.eq(kks[i] - base1), proc[i].eq(run[i] & (kks[i] <= reach))]
             win.append(w)
         m.d.comb += self.shift.eq(run & ~proc)
 
         # ---- Block 2: shift and reduce (the standalone PE's block)
         sr = m.submodules.lanes = ShiftReduce(cfg.pe)
         m.d.comb += [sr.proc.eq(proc), sr.base.eq(base),
-                     sr.neg.eq(self.a_sign ^ Cat(*(self.b[i].sign for i in range(L))) ^ neg)]
+                     sr.neg.eq(Cat(*(self.b[i].sign for i in range(L))) ^ neg)]
         m.d.comb += [sr.sigb[i].eq(Cat(self.b[i].man, 1)) for i in range(L)]
         m.d.comb += [sr.delta[i].eq(win[i]) for i in range(L)]
 
@@ -404,7 +422,7 @@ class TilePE(wiring.Component):
         # ---- OB-b, done/taken for the column's AND trees
         obb = Signal(L)
         for i in range(L):
-            m.d.comb += obb[i].eq(proc[i] & (ks[i][1] >= KMAX))
+            m.d.comb += obb[i].eq(proc[i] & (kks[i] >= KMAX + 1))
         if indep:
             # the PE's group ends with this cycle when every lane is exhausted or done (the
             # standalone PE's rule); the column ends when every PE has ended
@@ -422,14 +440,12 @@ class TilePE(wiring.Component):
             with m.If(self.busy):
                 m.d.sync += [started.eq(st & ~self.last), done.eq(done_out),
                              finished.eq(self.fin & ~self.last)]
-                m.d.sync += [delta[i].eq(ks[i][0]) for i in range(L)]
             return m
         m.d.comb += [self.done_out.eq(done_c | (elig & oob) | obb),
                      self.taken_out.eq(taken_c | proc)]
         with m.If(self.busy):
             m.d.sync += [started.eq(st & ~self.last),
                          done.eq(self.done_out), taken.eq(self.taken_out & ~self.advance)]
-            m.d.sync += [delta[i].eq(ks[i][0]) for i in range(L)]
         return m
 
 
@@ -492,10 +508,11 @@ class TileColumn(wiring.Component):
     busy, first, second, last, clear : Out(1)
     a_exp : Out(8) array; a_sign : Out(lanes)
     valid, tp, neg, advance
-        ``sync = "lockstep"``: the encoder's current terms and pops.
+        ``sync = "lockstep"``: the encoder's current terms (``neg``: the term's sign times
+        A's sign) and pops.
     valid, lead : Out(lanes); digits, negs : Out(9) array
         ``sync = "independent"``: the :class:`TermMasks` broadcast (lanes with terms, lanes
-        whose first term is ``2**+1``, the term masks and signs).
+        whose first term is ``2**+1``, the term masks and their signs times A's sign).
     free : Out(1)
         The column may begin a group at this edge as far as it is concerned (idle or last).
     error : Out(1)
@@ -534,7 +551,8 @@ class TileColumn(wiring.Component):
             m.d.comb += [enc.man[i].eq(pay.a[i].man) for i in range(L)]
             m.d.comb += [self.valid.eq(enc.valid), self.lead.eq(enc.lead), self.error.eq(0)]
             m.d.comb += [self.digits[i].eq(enc.digits[i]) for i in range(L)]
-            m.d.comb += [self.negs[i].eq(enc.negs[i]) for i in range(L)]
+            m.d.comb += [self.negs[i].eq(enc.negs[i] ^ self.a_sign[i].replicate(DIGITS))
+                         for i in range(L)]
             # the group ends when every PE of the column has finished it
             m.d.comb += [self.last.eq(self.busy & self.fin_all & min_ok),
                          self.free.eq(~self.busy | self.last)]
@@ -542,7 +560,8 @@ class TileColumn(wiring.Component):
             return m
         enc = m.submodules.encoder = TermEncoder(EncoderConfig(L, cfg.encoding))
         t = enc.terms
-        m.d.comb += [self.valid.eq(t.valid), self.neg.eq(t.neg), self.error.eq(enc.error)]
+        m.d.comb += [self.valid.eq(t.valid), self.neg.eq(t.neg ^ self.a_sign),
+                     self.error.eq(enc.error)]
         m.d.comb += [self.tp[i].eq(t.tp[i]) for i in range(L)]
         for i in range(L):
             m.d.comb += [enc.load[i].eq(self.begin), enc.sig[i].eq(Cat(pay.a[i].man, 1)),
@@ -794,7 +813,6 @@ class Tile(wiring.Component):
                 if indep:
                     m.d.comb += [pe.busy.eq(col.busy), pe.first.eq(col.first),
                                  pe.last.eq(col.last), pe.clear.eq(col.clear),
-                                 pe.a_sign.eq(col.a_sign),
                                  self.trace.waiting[r * C + c].eq(pe.waiting)]
                     m.d.comb += [pe.digits[i].eq(col.digits[i]) for i in range(L)]
                     m.d.comb += [pe.negs[i].eq(col.negs[i]) for i in range(L)]
@@ -802,7 +820,7 @@ class Tile(wiring.Component):
                     m.d.comb += [pe.busy.eq(col.busy), pe.first.eq(col.first),
                                  pe.last.eq(col.last), pe.clear.eq(col.clear),
                                  pe.valid.eq(col.valid), pe.neg.eq(col.neg),
-                                 pe.a_sign.eq(col.a_sign), pe.advance.eq(col.advance)]
+                                 pe.advance.eq(col.advance)]
                     m.d.comb += [pe.tp[i].eq(col.tp[i]) for i in range(L)]
                 m.d.comb += [pe.b[i].eq(bufs[r].rd[c][i]) for i in range(L)]
                 m.d.comb += [self.out[r][c].eq(pe.acc.out),
