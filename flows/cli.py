@@ -96,7 +96,8 @@ def cmd_regress(args) -> int:
     for unit in units:
         base = load_config(unit, args.config, args.sets)
         if args.all_configs:
-            configs, skipped = unit.user_test_configs(base, fixed=_fixed_fields(unit, args))
+            configs, skipped = unit.user_test_configs(base, fixed=_fixed_fields(unit, args),
+                                                      effort=args.effort)
             for line in skipped:
                 print(f"{unit.name}: not run: {line}", flush=True)
         else:

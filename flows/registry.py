@@ -47,6 +47,9 @@ class Unit:
     preset: str
     #: non-default configurations (field overrides) regressed besides the paper configuration
     extra_configs: tuple[dict, ...] = ()
+    #: further configurations regressed only at ``--effort full`` (large ones, whose runs take
+    #: a minute or more on Icarus), after :attr:`extra_configs`
+    full_configs: tuple[dict, ...] = ()
     #: default simulator of the unit's testbench (``--sim`` overrides it)
     sim: str = "icarus"
     #: size of the testbench's random part per effort level (``TRAINFAB_TEST_SIZE``)
@@ -135,19 +138,22 @@ class Unit:
             return self.config_class()(**overrides)
         return dataclasses.replace(base, **overrides)
 
-    def test_configs(self, base=None) -> list[tuple[str, object]]:
-        """The labelled configurations a regression runs: ``base`` first (label ``default``),
-        then ``base`` with each of :attr:`extra_configs` (label ``key=value,…``), leaving out any
-        equal to one already listed."""
-        return self.user_test_configs(base)[0]
+    def test_configs(self, base=None, effort: str = "standard") -> list[tuple[str, object]]:
+        """The labelled configurations a regression at ``effort`` runs: ``base`` first (label
+        ``default``), then ``base`` with each of :attr:`extra_configs` (label ``key=value,…``)
+        and, at ``full`` effort, each of :attr:`full_configs`, leaving out any equal to one
+        already listed."""
+        return self.user_test_configs(base, effort=effort)[0]
 
-    def user_test_configs(self, base=None, fixed=()) -> tuple[list[tuple[str, object]], list[str]]:
+    def user_test_configs(self, base=None, fixed=(), effort: str = "standard"
+                          ) -> tuple[list[tuple[str, object]], list[str]]:
         """:meth:`test_configs` around a user's configuration whose fields ``fixed`` were set
         explicitly (``--set``, ``--config``): extra configurations that would change a fixed
         field, or that are invalid combined with ``base``, are left out.  Returns the labelled
         configurations and one line per configuration left out, saying why."""
         configs, skipped = [("default", self.make_config(base))], []
-        for overrides in self.extra_configs:
+        extra = self.extra_configs + (self.full_configs if effort == "full" else ())
+        for overrides in extra:
             label = config_label(overrides)
             clash = [k for k in overrides if k in fixed and getattr(base, k) != overrides[k]]
             if clash:

@@ -57,12 +57,21 @@ def fake_synth(monkeypatch):
     return paths, calls
 
 
-def test_max_depths_come_from_the_configurations():
-    units = {name: registry.get(name) for name in ("common.fp_add", "common.round",
-                                                     "baseline.mac16")}
-    assert {n: flows.eda.close.max_depth(u.make_config()) for n, u in units.items()} == {
-        "common.fp_add": 5, "common.round": 3, "baseline.mac16": 2}
-    assert set(flows.eda.close.pipelined_units()) == set(units)
+def test_a_field_left_at_its_default_none_reads_back(fake_synth, tmp_path, capsys):
+    """TOML has no null: Gecko's ``fixed_width`` (default ``None``: the format's own width) is
+    written as a comment, and the file reads back as the configuration it was written from."""
+    paths, calls = fake_synth
+    paths.update({0: 10.0, 1: 4.0, 2: 3.0})
+    unit = registry.get("gecko.compressor")
+    out = tmp_path / "out"
+    rc = main(["close", "gecko.compressor", "--clock-ns", "5", "--set", "lanes=2", "-o",
+               str(out)])
+    assert rc == 0, capsys.readouterr()
+    text = (out / "gecko.compressor.toml").read_text()
+    assert "fixed_width" in text and "fixed_width =" not in text
+    want = unit.make_config(lanes=2, pipeline=1)
+    assert want.fixed_width is None
+    assert load_config(unit, str(out / "gecko.compressor.toml")) == want
 
 
 def test_chooses_the_smallest_depth_that_meets_and_stops(fake_synth, tmp_path, capsys):
@@ -128,11 +137,11 @@ def test_no_depth_meets_names_the_best_critical_path(fake_synth, tmp_path, capsy
 
 def test_a_unit_without_a_pipeline_field_is_refused(fake_synth, tmp_path, capsys):
     paths, calls = fake_synth
-    rc = main(["close", "baseline.bf16_pe", "--clock-ns", "5", "-o", str(tmp_path / "x")])
+    rc = main(["close", "equinox.array", "--clock-ns", "5", "-o", str(tmp_path / "x")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and calls == [] and len(err) == 1
-    assert "baseline.bf16_pe has no pipeline field" in err[0]
-    for name in ("common.fp_add", "common.round", "baseline.mac16"):
+    assert "equinox.array has no pipeline field" in err[0]
+    for name in flows.eda.close.pipelined_units():
         assert name in err[0]
     assert not (tmp_path / "x").exists()
 

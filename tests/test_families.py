@@ -63,6 +63,10 @@ def test_unit_declarations_are_valid(unit_name):
     assert configs[0] == ("default", unit.config_class()())
     assert len(configs) == 1 + len(unit.extra_configs)
     assert len({repr(cfg) for _, cfg in configs}) == len(configs)
+    # the full effort adds its own configurations after those, each a new one
+    full = unit.test_configs(effort="full")
+    assert full[:len(configs)] == configs
+    assert len(full) == len(configs) + len(unit.full_configs)
     unit.make_config(**unit.synth_overrides)
     assert set(unit.test_sizes) == set(EFFORTS)
     sizes = [unit.test_sizes[e] for e in EFFORTS]
@@ -128,7 +132,9 @@ def test_regress_all_configs_dedupes_with_set(monkeypatch, capsys):
     assert runs[0][2]["effort"] == "standard" and runs[0][2]["sim"] is None
     runs.clear()
     assert main(["regress", "gecko.compressor", "--all-configs", "--effort", "full"]) == 0
-    assert len(runs) == 3 and all(kw["effort"] == "full" for *_, kw in runs)
+    unit = registry.get("gecko.compressor")
+    assert len(runs) == len(unit.test_configs(effort="full")) > 1
+    assert all(kw["effort"] == "full" for *_, kw in runs)
 
 
 class _FakeRunner:

@@ -49,7 +49,8 @@ def test_bf16_inputs_and_nonfinite_blocks():
 
 @pytest.mark.parametrize("field, value", [("w", 0), ("w", 65), ("m", 1), ("m", 17),
                                           ("in_fmt", "fp16"), ("rounding", "nearest"),
-                                          ("rbits", 0), ("rbits", 17)])
+                                          ("rbits", 0), ("rbits", 17), ("pipeline", -1),
+                                          ("pipeline", 5)])
 def test_config_errors(field, value):
     with pytest.raises(ConfigError, match=f"QuantizerConfig.{field}"):
         QuantizerConfig(**{field: value})

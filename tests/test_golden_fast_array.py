@@ -84,11 +84,13 @@ def test_tile_padding_goes_first():
     assert (run.out == gemm_quantized(xq, yq, "fwd", "paper", array=(1, 3))).all()
 
 
-def test_latency_and_throughput():
-    """A vector taken at the end of beat t leaves in the first cycle of beat t + rows + cols;
-    back-to-back vectors are taken every rounds(mx, my) cycles."""
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_latency_and_throughput(depth):
+    """A vector taken at the end of beat t leaves in the first cycle of beat t + rows + cols,
+    ``pipeline`` cycles later with register stages; back-to-back vectors are taken every
+    rounds(mx, my) cycles at every depth."""
     for rows, cols, mx, my in ((2, 3, 4, 4), (3, 1, 2, 4), (1, 1, 2, 2)):
-        cfg = FMACArrayConfig(rows=rows, cols=cols)
+        cfg = FMACArrayConfig(rows=rows, cols=cols, pipeline=depth)
         sim = ArraySim(cfg)
         R = rounds(mx, my)
         grp = (127, [0] * 16, [1] * 16)
@@ -101,7 +103,7 @@ def test_latency_and_throughput():
             if o.out_valid:
                 outs.append(t)
         assert taken == [R - 1 + R * k for k in range(5)]
-        assert outs == [R * (rows + cols + k) for k in range(5)]
+        assert outs == [R * (rows + cols + k) + depth for k in range(5)]
 
 
 def test_wgrad_drain_order_and_block():
@@ -131,7 +133,8 @@ def test_sticky_error():
 
 
 @pytest.mark.parametrize("field, value", [("rows", 0), ("cols", 0), ("rows", 1.5),
-                                          ("m_max", 3), ("group", 0), ("cols", True)])
+                                          ("m_max", 3), ("group", 0), ("cols", True),
+                                          ("pipeline", -1), ("pipeline", 4)])
 def test_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
         FMACArrayConfig(**{field: value})

@@ -66,8 +66,8 @@ def oracle_compress(values, fmt, man_width, sign_en, fixed_width=None, lanes=8):
 
 def test_config_defaults_and_resolution():
     cfg = GeckoConfig()
-    got = (cfg.lanes, cfg.fmt, cfg.man_width, cfg.sign_en, cfg.fixed_width)
-    assert got == (8, "fp32", 23, True, None)
+    got = (cfg.lanes, cfg.fmt, cfg.man_width, cfg.sign_en, cfg.fixed_width, cfg.pipeline)
+    assert got == (8, "fp32", 23, True, None, 0)
     assert GeckoConfig(fmt="bf16").man_width == 7
     assert GeckoConfig(fmt="bf16") == GeckoConfig(fmt="bf16", man_width=7)
 
@@ -76,7 +76,8 @@ def test_config_defaults_and_resolution():
     ({"lanes": 0}, "lanes"), ({"fmt": "fp16"}, "fmt"), ({"man_width": 24}, "man_width"),
     ({"fmt": "bf16", "man_width": 8}, "man_width"), ({"man_width": -1}, "man_width"),
     ({"sign_en": 1}, "sign_en"), ({"fixed_width": 8}, "fixed_width"),
-    ({"man_width": 2.0}, "man_width"),
+    ({"man_width": 2.0}, "man_width"), ({"pipeline": 3}, "pipeline"),
+    ({"pipeline": -1}, "pipeline"),
 ])
 def test_config_errors_name_field(kw, field):
     with pytest.raises(ConfigError) as exc:

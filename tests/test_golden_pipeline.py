@@ -1,21 +1,37 @@
 """The ``pipeline`` fields of the configurations and the MAC baseline's cycle model.
 
-``pipeline`` changes only when results appear, never what they are: the configurations accept
-0 up to each unit's maximum depth and refuse anything else naming the field and the range;
+``pipeline`` changes only when results appear, never what they are: the configurations of
+every pipelined unit accept 0 up to the unit's maximum depth and refuse anything else naming
+the field, the range and the class;
 ``mac16_cycles`` is ``mac16_run`` delayed by ``pipeline`` cycles, with idle cycles anywhere.
 """
 
 import numpy as np
 import pytest
 
+from flows import registry
+from flows.eda.close import max_depth, pipelined_units
 from golden import ConfigError
 from golden.baseline import MAC16Config, mac16_cycles, mac16_run
-from golden.common.fp_add import FPAddConfig
-from golden.common.rounding import RoundConfig
 
 
-@pytest.mark.parametrize("cls, top", [(RoundConfig, 3), (FPAddConfig, 5), (MAC16Config, 2)])
-def test_pipeline_range(cls, top):
+#: every unit with a ``pipeline`` field and its deepest depth (``trainfab close`` tries 0..max)
+MAX_DEPTHS = {"common.round": 3, "common.fp_add": 5, "baseline.mac16": 2, "baseline.bf16_pe": 3,
+              "baseline.bf16_tile": 3, "fast.converter": 4, "fast.fmac": 3, "fast.array": 3,
+              "equinox.quantizer": 4, "gecko.compressor": 2, "gecko.decompressor": 2,
+              "gecko.loopback": 2}
+
+
+def test_the_pipelined_units_and_their_depths():
+    assert set(pipelined_units()) == set(MAX_DEPTHS)
+    for name, top in MAX_DEPTHS.items():
+        assert max_depth(registry.get(name).make_config()) == top, name
+
+
+@pytest.mark.parametrize("name", sorted(MAX_DEPTHS))
+def test_pipeline_range(name):
+    cls = registry.get(name).config_class()
+    top = MAX_DEPTHS[name]
     assert cls().pipeline == 0
     for depth in range(top + 1):
         assert cls(pipeline=depth).pipeline == depth
@@ -24,6 +40,7 @@ def test_pipeline_range(cls, top):
             cls(pipeline=bad)
         assert e.value.field == "pipeline"
         assert f"pipeline = {bad!r} is invalid: allowed an integer in 0..{top}" in str(e.value)
+        assert cls.__name__ in str(e.value)
 
 
 def _groups(cfg, n, gen):

@@ -9,14 +9,19 @@ from flows.eda.simulate import failure_details, run_testbench
 
 def _cases():
     for unit in registry.UNITS.values():
-        for label, cfg in unit.test_configs():
-            yield pytest.param(unit.name, cfg, label == "default", id=f"{unit.name}-{label}")
+        full = {label for label, _ in unit.test_configs(effort="full")} - \
+            {label for label, _ in unit.test_configs()}
+        for label, cfg in unit.test_configs(effort="full"):
+            yield pytest.param(unit.name, cfg, label == "default", label in full,
+                               id=f"{unit.name}-{label}")
 
 
-@pytest.mark.parametrize("unit_name, cfg, paper", list(_cases()))
-def test_testbench(unit_name, cfg, paper, tb_options, effort):
+@pytest.mark.parametrize("unit_name, cfg, paper, full_only", list(_cases()))
+def test_testbench(unit_name, cfg, paper, full_only, tb_options, effort):
     unit = registry.get(unit_name)
     options = dict(tb_options)
+    if full_only and effort != "full":
+        pytest.skip(f"{unit_name}: this configuration runs under --effort full")
     if paper:
         # large paper configurations (8x8 tiles) run only under full effort, on their simulator
         if registry.EFFORTS.index(effort) < registry.EFFORTS.index(unit.paper_test_effort):

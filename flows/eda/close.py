@@ -188,11 +188,17 @@ def _toml_value(value) -> str:
 
 
 def config_toml(unit: Unit, cfg, note: str) -> str:
-    """The configuration as a TOML file with one ``[<unit>]`` table (every field)."""
+    """The configuration as a TOML file with one ``[<unit>]`` table (every field; TOML has no
+    null, so a field left at its default ``None`` is written as a comment and reads back as
+    that default)."""
     lines = [f"# {line}" for line in note.splitlines()]
     lines.append(f"[{unit.name}]")
     for f in dataclasses.fields(cfg):
-        lines.append(f"{f.name} = {_toml_value(getattr(cfg, f.name))}")
+        value = getattr(cfg, f.name)
+        if value is None and f.default is None:
+            lines.append(f"# {f.name}: not set (its default)")
+            continue
+        lines.append(f"{f.name} = {_toml_value(value)}")
     return "\n".join(lines) + "\n"
 
 

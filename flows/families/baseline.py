@@ -15,7 +15,10 @@ UNITS = (
          summary="Bit-parallel bf16 PE: 8 multipliers, same 1.9 accumulator",
          config="BaselineConfig", component="BF16PE", preset="baseline-paper",
          extra_configs=({"keep_bits": 6}, {"lanes": 4, "int_bits": 4, "out_round": "rne"},
-                        {"frac_bits": 16}),
+                        {"frac_bits": 16},
+                        # stages before the accumulator (the latency is checked exactly)
+                        {"lanes": 3, "int_bits": 4, "pipeline": 1},
+                        {"lanes": 2, "frac_bits": 16, "out_round": "rne", "pipeline": 3}),
          test_sizes={"quick": 500, "standard": 3000, "full": 20000},
          synth_overrides={"lanes": 2},
          # the size of fpraker.pe's demo configuration
@@ -25,7 +28,12 @@ UNITS = (
          summary="Bit-parallel bf16 baseline tile: rows x cols bf16 PEs, A down the columns, "
                  "B along the rows, joined streams, one group per cycle",
          config="BaselineTileConfig", component="Bf16Tile", preset="baseline-paper",
-         extra_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
+         extra_configs=({"rows": 2, "cols": 4},
+                        # the PEs' stages (busy, error and the results checked cycle by cycle)
+                        {"rows": 2, "cols": 2, "lanes": 4, "int_bits": 4, "pipeline": 1},
+                        {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3}),
+         # a minute on Icarus at the standard size
+         full_configs=({"rows": 4, "cols": 4},),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
          paper_test_effort="full",

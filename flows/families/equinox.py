@@ -30,7 +30,10 @@ UNITS = (
          extra_configs=({"rounding": "rne"}, {"rounding": "rtz"}, {"rounding": "stoch"},
                         {"in_fmt": "bf16", "rounding": "rne", "w": 3, "m": 4},
                         {"rounding": "stoch", "rbits": 5, "m": 16, "w": 1},
-                        {"in_fmt": "bf16", "rounding": "stoch", "rbits": 8, "m": 12}),
+                        {"in_fmt": "bf16", "rounding": "stoch", "rbits": 8, "m": 12},
+                        # register stages (every cycle checked against the cycle model)
+                        {"w": 3, "rounding": "stoch", "rbits": 5, "pipeline": 3},
+                        {"in_fmt": "bf16", "rounding": "rne", "w": 3, "m": 4, "pipeline": 4}),
          test_sizes={"quick": 500, "standard": 10000, "full": 100000},
          synth_overrides={"w": 4}),
     Unit(name="equinox.dispatcher",

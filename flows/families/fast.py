@@ -71,7 +71,9 @@ UNITS = (
     Unit(name="fast.converter",
          summary="FAST FP32 -> BFP converter: 16 lanes, LFSR stochastic rounding, 3 stages",
          config="ConverterConfig", component="Converter", preset="fast-paper",
-         extra_configs=({"m": 2}, {"group": 5, "m": 6}),
+         extra_configs=({"m": 2}, {"group": 5, "m": 6},
+                        # register stages (every cycle checked against the cycle model)
+                        {"group": 5, "m": 6, "pipeline": 2}, {"group": 3, "pipeline": 4}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"group": 4},
          paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
@@ -79,7 +81,8 @@ UNITS = (
          summary="FAST fMAC: 16 2b x 2b multipliers, FP generator, FP32 accumulator; "
                  "(mx/2)(my/2) cycles per group pair",
          config="FMACConfig", component="FMAC", preset="fast-paper",
-         extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}),
+         extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}, {"m_max": 4, "pipeline": 1},
+                        {"group": 5, "m_max": 6, "pipeline": 3}),
          test_sizes={"quick": 12, "standard": 60, "full": 10000},
          synth_overrides={"group": 4, "m_max": 4},
          # groups of 4 with FAST's 2/4-bit widths, beside 4 bf16 MACs (baseline.mac16)
@@ -92,7 +95,9 @@ UNITS = (
          config="FMACArrayConfig", component="FMACArray", preset="fast-paper",
          extra_configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2},
                         {"rows": 1, "cols": 3, "group": 3, "m_max": 8},
-                        {"rows": 2, "cols": 1, "m_max": 2}),
+                        {"rows": 2, "cols": 1, "m_max": 2},
+                        {"rows": 2, "cols": 2, "group": 4, "pipeline": 2},
+                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "pipeline": 3}),
          test_sizes={"quick": 4, "standard": 8, "full": 80},
          synth_overrides={"rows": 2, "cols": 2, "group": 4},
          paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array alone"),

@@ -23,25 +23,29 @@ _GECKO = dict(config="GeckoConfig", preset="gecko-paper",
               runtime_fields=("man_width", "sign_en", "fixed_width"))
 #: a narrow, odd-lane fixed-width configuration every Gecko unit also regresses
 _NARROW_FIXED = {"lanes": 3, "man_width": 5, "fixed_width": 4}
+#: the register stages every Gecko unit also regresses: one stage (the depth that meets 200 MHz
+#: in OSU 0.18 µm) on the small synthesis configuration, both on the narrow fixed-width one
+_STAGED = ({"lanes": 2, "fmt": "bf16", "man_width": 7, "pipeline": 1},
+           {**_NARROW_FIXED, "pipeline": 2})
 
 UNITS = (
     Unit(name="gecko.compressor",
          summary="Gecko compressor: a row of FP32/bf16 values per cycle to lane words",
          component="GeckoCompressor",
          extra_configs=({"fmt": "bf16", "man_width": 3, "sign_en": False},
-                        _NARROW_FIXED),
+                        _NARROW_FIXED, *_STAGED),
          demo_config={"lanes": 2, "fmt": "bf16"},
          paper="31,575.60 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.decompressor",
          summary="Gecko decompressor: lane words + metadata to a row of values per cycle",
          component="GeckoDecompressor",
-         extra_configs=({"fmt": "bf16", "man_width": 2}, _NARROW_FIXED),
+         extra_configs=({"fmt": "bf16", "man_width": 2}, _NARROW_FIXED, *_STAGED),
          demo_config={"lanes": 2, "fmt": "bf16"},
          paper="37,133.28 µm² at 65 nm, 500 MHz", **_GECKO),
     Unit(name="gecko.loopback",
          summary="Gecko compressor feeding a decompressor (end-to-end check)",
          component="GeckoLoopback",
-         extra_configs=({"fmt": "bf16", "man_width": 4}, _NARROW_FIXED),
+         extra_configs=({"fmt": "bf16", "man_width": 4}, _NARROW_FIXED, _STAGED[1]),
          **_GECKO),
 )
 

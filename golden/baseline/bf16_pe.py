@@ -15,17 +15,24 @@ rejected (spec §1.3).  The accumulator and read-out are the FPRaker PE's (:mod:
 The baseline tile (:class:`BaselineTileConfig`, :func:`bf16_tile_run`) is ``rows`` x ``cols`` of
 these PEs in lock-step, one group per cycle (spec §5.1, §14), with the FPRaker tile's operand
 arrays and result record (:mod:`golden.common.tile`).
+
+Register stages (``pipeline``) change only when a group reaches the accumulator, never what it
+computes: :func:`bf16_pe_cycles` is the cycle model.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-
-from ..common.accumulator import (Acc, acc_arrays, acc_from_arrays, align_acc,
+from .. import check_int
+from ..common.accumulator import (Acc, acc_arrays, acc_from_arrays, align_acc, check_acc,
                                 check_accumulator_fields, check_adder_fields, decode_bf16,
                                 dot_row, group_row, min_int_bits, norm_rne, read_out,
                                 read_out_bits, run_groups, shift_jam)
+
+
+#: most register stages before the accumulator (:class:`BaselineConfig`.pipeline)
+BF16_PE_MAX_PIPELINE = 3
 
 
 def required_int_bits(lanes: int, frac_bits: int, keep_bits: int) -> int:
@@ -57,13 +64,21 @@ class BaselineConfig:
     int_bits: int = 5
     #: bfloat16 read-out: "trunc" or "rne"
     out_round: str = "trunc"
+    #: register stages before the accumulator, 0..3 (0: the paper's single-cycle PE): 1
+    #: registers the products aligned onto the grid of their own largest exponent (the
+    #: accumulator's exponent is not known before the step); 2 also registers the products,
+    #: their exponents and that largest exponent after the max tree; 3 also the products and
+    #: their exponents after the multipliers.  The accumulation step itself stays one cycle,
+    #: so results are unchanged; each group reaches the accumulator ``pipeline`` cycles later
+    pipeline: int = 0
 
     def __post_init__(self):
         check_accumulator_fields(self)
         check_adder_fields(self, required_int_bits(self.lanes, self.frac_bits, self.keep_bits))
+        check_int(self, "pipeline", 0, BF16_PE_MAX_PIPELINE)
 
 
-def _group_step(a, b, acc, cfg):
+def group_step(a, b, acc, cfg):
     """One baseline cycle for every row: arrays (n, lanes) of bf16 bits → new acc arrays."""
     F = cfg.frac_bits
     zero, sign, exp, sig = acc
@@ -86,7 +101,7 @@ def _group_step(a, b, acc, cfg):
 def _dot(A, B, cfg, acc):
     """Accumulator arrays and cycles per row (one per group) of the row-wise dot products."""
     acc_arr, cycles = run_groups(A, B, cfg, acc, lambda a, b, acc_arr: (
-        _group_step(a, b, acc_arr, cfg), np.ones(len(a), dtype=np.int64)))
+        group_step(a, b, acc_arr, cfg), np.ones(len(a), dtype=np.int64)))
     return acc_arr, cycles.sum(axis=1)
 
 
@@ -107,7 +122,38 @@ def baseline_group(acc, a, b, cfg: BaselineConfig = BaselineConfig()):
         ``cfg.lanes`` pairs, or an ``acc`` outside the ``1.P`` format.
     """
     A, B = group_row(a, b, cfg.lanes)
-    return acc_from_arrays(_group_step(A, B, acc_arrays(acc, 1, cfg.keep_bits), cfg)), 1
+    return acc_from_arrays(group_step(A, B, acc_arrays(acc, 1, cfg.keep_bits), cfg)), 1
+
+
+def bf16_pe_cycles(cfg: BaselineConfig, cycles, acc=None) -> list:
+    """Cycle model (the timing contract of :class:`hdl.baseline.BF16PE`): ``cycles`` holds, per
+    clock cycle, ``None`` (no group offered) or a group ``(a, b, clear)`` offered with
+    ``valid`` (always accepted; ``a``/``b`` up to ``cfg.lanes`` bf16 bit patterns, zero-padded).
+    Returns the accumulator (:class:`Acc`) seen in the cycle after each edge.
+
+    A group accepted at edge ``t`` is accumulated at edge ``t + cfg.pipeline``, so ``acc``
+    shows it from the cycle after that edge (``pipeline = 0``: the next cycle); groups follow
+    each other every cycle, each one accumulated exactly once, in order, with
+    :func:`baseline_group`'s arithmetic, and idle cycles leave the accumulator as it is.
+    ``acc``: the accumulator before the first cycle, with no group in flight (default
+    :attr:`Acc.ZERO`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`baseline_group`, for the first offending group.
+    """
+    acc = check_acc(acc if acc is not None else Acc.ZERO, cfg.keep_bits)
+    line = [None] * cfg.pipeline
+    out = []
+    for item in cycles:
+        line.append(item)
+        entering = line.pop(0)
+        if entering is not None:
+            a, b, clear = entering
+            acc, _ = baseline_group(Acc.ZERO if clear else acc, a, b, cfg)
+        out.append(acc)
+    return out
 
 
 def baseline_dot_batch(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):
@@ -128,5 +174,6 @@ def baseline_dot(a, b, cfg: BaselineConfig = BaselineConfig()):
     return int(out[0]), int(cycles[0])
 
 
-__all__ = ["BaselineConfig", "Acc", "required_int_bits", "baseline_group", "baseline_dot",
-           "baseline_dot_batch", "baseline_dot_batch_acc", "read_out"]
+__all__ = ["BF16_PE_MAX_PIPELINE", "BaselineConfig", "Acc", "required_int_bits",
+           "baseline_group", "group_step", "bf16_pe_cycles", "baseline_dot", "baseline_dot_batch",
+           "baseline_dot_batch_acc", "read_out"]

@@ -1,15 +1,18 @@
 """The bit-parallel bfloat16 baseline tile: ``rows`` x ``cols`` :mod:`golden.baseline.bf16_pe`
 PEs in lock-step, one group per cycle, with the FPRaker tile's operand arrays and result record
-(:mod:`golden.common.tile`)."""
+(:mod:`golden.common.tile`).  Register stages (``pipeline``) delay every group's accumulation by
+the same number of cycles: :func:`bf16_tile_cycles` is the cycle model."""
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import check_int
+from ..common.accumulator import read_out_bits
 from ..common.tile import TileResult, check_tile_operands
 from ..fpraker.tile import pe_tile_base
-from .bf16_pe import BaselineConfig, baseline_dot_batch
+from .bf16_pe import BaselineConfig, group_step, baseline_dot_batch
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols",
     ``rows``: PE rows, row ``r``'s B stream is shared along the row (paper: 8).  ``cols``: PE
     columns, column ``c``'s A stream is shared down the column (paper: 8).  The other fields
     are :class:`BaselineConfig`'s, with its defaults and validation; :attr:`pe` is that PE
-    configuration.
+    configuration (``pipeline``: every PE's register stages, 0..3).
     """
 
     def __post_init__(self):
@@ -36,9 +39,12 @@ def bf16_tile_run(A, B, cfg: BaselineTileConfig = BaselineTileConfig()) -> TileR
     ``sum_s A[c, s] . B[r, s]`` from a zero accumulator, one group per cycle.
 
     A bit-parallel PE takes every group in one cycle whatever its values, so all PEs advance in
-    lock-step and the tile has no stalls: ``cycles`` is the number of groups, every
-    ``group_cycles`` entry is 1 and every lane-cycle counts as useful (a zero operand's lane
-    still spends its multiplier's cycle).  The arithmetic is :func:`baseline_dot_batch`'s.
+    lock-step and the tile has no stalls: ``cycles`` is the number of groups plus the
+    ``pipeline`` cycles in which the last group passes the PEs' register stages, every
+    ``group_cycles`` entry is 1 and every lane-cycle of a group counts as useful (a zero
+    operand's lane still spends its multiplier's cycle); the lane-cycles of those last
+    ``pipeline`` cycles are the stall cause ``pipeline`` (absent at ``pipeline = 0``).  The
+    arithmetic is :func:`baseline_dot_batch`'s.
 
     Parameters
     ----------
@@ -66,10 +72,76 @@ def bf16_tile_run(A, B, cfg: BaselineTileConfig = BaselineTileConfig()) -> TileR
     rows = np.broadcast_to(B.reshape(cfg.rows, 1, K), (cfg.rows, cfg.cols, K)).reshape(-1, K)
     cols = np.broadcast_to(A.reshape(1, cfg.cols, K), (cfg.rows, cfg.cols, K)).reshape(-1, K)
     out, _ = baseline_dot_batch(cols, rows, cfg.pe)
-    lane_cycles = G * cfg.rows * cfg.cols * cfg.lanes
-    return TileResult(out=out.reshape(cfg.rows, cfg.cols).astype(np.uint16), cycles=G, stalls={},
-                      group_cycles=np.ones((cfg.cols, G), dtype=np.int64), useful=lane_cycles,
-                      lane_cycles=lane_cycles)
+    per_cycle = cfg.rows * cfg.cols * cfg.lanes
+    stalls = {"pipeline": cfg.pipeline * per_cycle} if cfg.pipeline else {}
+    return TileResult(out=out.reshape(cfg.rows, cfg.cols).astype(np.uint16),
+                      cycles=G + cfg.pipeline, stalls=stalls,
+                      group_cycles=np.ones((cfg.cols, G), dtype=np.int64), useful=G * per_cycle,
+                      lane_cycles=(G + cfg.pipeline) * per_cycle)
 
 
-__all__ = ["BaselineTileConfig", "bf16_tile_run"]
+def bf16_tile_busy(cfg: BaselineTileConfig, taken, cycles: int) -> list:
+    """The tile's ``busy`` output in cycles ``0 .. cycles - 1`` when its join fired (a group was
+    taken) in the cycles ``taken``: high in a cycle in which a group is taken, or in which a
+    group taken in one of the ``cfg.pipeline`` cycles before is still in the PEs' stages."""
+    taken = set(int(t) for t in taken)
+    return [any(t - k in taken for k in range(cfg.pipeline + 1)) for t in range(cycles)]
+
+
+class TileCycle(NamedTuple):
+    """One cycle of :func:`bf16_tile_cycles`."""
+
+    #: the ``busy`` output in the cycle (before its clock edge)
+    busy: bool
+    #: the PEs' read-outs after the cycle's clock edge, uint16 (rows, cols)
+    out: np.ndarray
+
+
+def bf16_tile_cycles(cfg: BaselineTileConfig, cycles) -> list:
+    """Cycle model of the tile from reset (the timing contract of :class:`hdl.baseline.Bf16Tile`):
+    ``cycles`` holds, per clock cycle, ``None`` (the join does not fire) or the group taken in
+    it, ``(a, b, clear)``: ``a`` (cols, lanes) and ``b`` (rows, lanes) bf16 bit patterns,
+    ``clear`` (cols,) booleans (column ``c``'s PEs start the group from zero).  Returns a
+    :class:`TileCycle` per cycle.
+
+    The group taken at edge ``t`` is accumulated in every PE at edge ``t + cfg.pipeline``, so
+    ``out`` shows it from the cycle after that edge; groups are accumulated exactly once, in
+    order, with :func:`baseline_dot_batch`'s arithmetic, and cycles without a group leave the
+    accumulators as they are.  ``busy`` is :func:`bf16_tile_busy`'s.
+
+    Raises
+    ------
+    ValueError
+        A group whose arrays do not fit the tile, or an operand that is not a bf16 bit pattern
+        the PEs accept (exponent field 255).
+    """
+    R, C, L = cfg.rows, cfg.cols, cfg.lanes
+    pe = cfg.pe
+    n = R * C
+    acc = (np.ones(n, dtype=bool), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+           np.zeros(n, dtype=np.int64))
+    cycles = list(cycles)
+    busy = bf16_tile_busy(cfg, [t for t, g in enumerate(cycles) if g is not None], len(cycles))
+    line = [None] * cfg.pipeline
+    out = []
+    for t, item in enumerate(cycles):
+        line.append(item)
+        entering = line.pop(0)
+        if entering is not None:
+            a, b, clear = entering
+            A, B = check_tile_operands(np.asarray(a).reshape(C, 1, L),
+                                       np.asarray(b).reshape(R, 1, L), R, C, L)
+            clear = np.broadcast_to(np.asarray(clear, dtype=bool), (C,))
+            # PE (r, c) in row-major order: column c's A and clear, row r's B
+            rows = np.repeat(B[:, 0], C, axis=0)
+            cols = np.tile(A[:, 0], (R, 1))
+            fresh = np.tile(clear, R)
+            zero, sign, exp, sig = acc
+            acc = group_step(cols, rows, (zero | fresh, np.where(fresh, 0, sign),
+                                           np.where(fresh, 0, exp), np.where(fresh, 0, sig)), pe)
+        out.append(TileCycle(busy[t], read_out_bits(*acc, pe).reshape(R, C)))
+    return out
+
+
+__all__ = ["BaselineTileConfig", "bf16_tile_run", "bf16_tile_busy", "TileCycle",
+           "bf16_tile_cycles"]

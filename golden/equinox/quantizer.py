@@ -11,6 +11,9 @@ leave the LFSRs alone.
 
 A block holding Inf or NaN is illegal (A7): the hardware raises a sticky ``error`` and its
 output block is unspecified; :func:`quantize_stream` reports it as ``None``.
+
+Timing: :class:`QuantizerSim` is the cycle model of the valid/ready streams — a pipeline of
+``2 + pipeline`` registers that advance together, stalled as a whole by back-pressure.
 """
 
 from dataclasses import dataclass
@@ -20,10 +23,15 @@ import numpy as np
 from .. import check_choice, check_int
 from ..common.formats import BFPFormat, format_named
 from ..common.lfsr import MAX_LANES, LaneRNG
+from ..common.stream import StallingPipeline
 from .hbfp import M_RANGE, ROUNDINGS, bfp_quantize
 
 #: input formats of the quantizer
 IN_FORMATS = ("fp32", "bf16")
+#: register stages at ``pipeline = 0``: stage 1 (the shared exponent) and the output register
+QUANTIZER_STAGES = 2
+#: most extra register stages (:attr:`QuantizerConfig.pipeline`; ``hdl.equinox.quantizer.CUTS``)
+QUANTIZER_MAX_PIPELINE = 4
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,11 @@ class QuantizerConfig:
     rounding: str = "floor"
     #: random bits per element for "stoch" (1..16: the LFSR's 16-bit state bounds a draw)
     rbits: int = 16
+    #: extra register stages, 0..4 (0: the two-stage quantizer): 1 after the exponent
+    #: differences, 2 also inside the rounding block after its shift, 3 also after the
+    #: rounding increment, 4 also half-way up the exponent tree.  Results are unchanged; every
+    #: block leaves ``pipeline`` cycles later (:class:`QuantizerSim`)
+    pipeline: int = 0
 
     def __post_init__(self):
         check_int(self, "w", 1, MAX_LANES)
@@ -47,6 +60,12 @@ class QuantizerConfig:
         check_choice(self, "in_fmt", IN_FORMATS)
         check_choice(self, "rounding", ROUNDINGS)
         check_int(self, "rbits", 1, 16)
+        check_int(self, "pipeline", 0, QUANTIZER_MAX_PIPELINE)
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a block's acceptance to its output when nothing stalls."""
+        return QUANTIZER_STAGES + self.pipeline
 
     @property
     def in_format(self):
@@ -107,4 +126,30 @@ def quantize_stream(cfg: QuantizerConfig, bits, rand=None, rng: LaneRNG | None =
     return out
 
 
-__all__ = ["IN_FORMATS", "QuantizerConfig", "to_fp32", "nonfinite", "quantize_stream"]
+class QuantizerSim(StallingPipeline):
+    """Cycle model of the quantizer's streams (the timing contract of
+    :class:`hdl.equinox.Quantizer`): :class:`golden.common.stream.StallingPipeline` with
+    ``cfg.latency`` registers; a block with an Inf or NaN (:func:`nonfinite`) sets ``error`` at
+    the edge it enters register ``pipeline + 1`` (at depth 0 the first, the one before the
+    output register).  :meth:`step` takes a block's ``w`` input bit patterns (``None``:
+    ``valid`` low) and the consumer's ``ready``.
+
+    ``error``: the flag before the first cycle, with no block in flight (default: after
+    reset).
+    """
+
+    def __init__(self, cfg: QuantizerConfig, error: bool = False):
+        self.cfg = cfg
+        super().__init__(cfg.latency, cfg.pipeline,
+                         lambda block: bool(nonfinite(cfg, [block])[0]), error)
+
+
+def quantize_cycles(cfg: QuantizerConfig, cycles, error: bool = False) -> list:
+    """:class:`QuantizerSim` over ``cycles`` (per cycle ``(block, ready)``, as
+    :meth:`QuantizerSim.step` takes them): the unit's outputs in every cycle."""
+    return QuantizerSim(cfg, error).run(cycles)
+
+
+__all__ = ["IN_FORMATS", "QUANTIZER_STAGES", "QUANTIZER_MAX_PIPELINE", "QuantizerConfig",
+           "to_fp32", "nonfinite", "quantize_stream", "QuantizerSim",
+           "quantize_cycles"]

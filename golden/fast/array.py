@@ -40,8 +40,18 @@ last cell's final beat), then a *drain* of ``cols`` cycles shifts every ``A`` on
 cycle (``A`` of column 0 ← +0) and presents ``A`` of the last column on ``right`` with
 ``out_valid``: column ``cols - 1`` first.  No input is taken from ``last`` until the drain ends.
 
+Register stages (``pipeline``, 0..3, :data:`FMAC_ARRAY_MAX_PIPELINE`): each cell's round side
+(multipliers, adder tree, FP generator; the operands ``S``, ``H``, ``V``, the round counters,
+the skew and the controller) runs as at depth 0, and its values reach the partial-sum side (the
+partial-sum multiplexer, the FP32 adder, ``A``) ``pipeline`` cycles later, together with the
+round's controls (first cycle of a beat, drain, dataflow, ``H``'s ``valid`` and ``first``).
+The partial-sum side, the output deskew and the valid line run in that delayed time, so
+``out_valid``, ``right`` and ``top`` are exactly those of depth 0 delayed by ``pipeline``
+cycles (their values before: ``out_valid`` low, ``right`` and ``top`` +0), while ``in_ready``
+and ``error`` keep their depth-0 timing: throughput is unchanged and every result is the same.
+
 Run-time inputs ``mx``, ``my`` (2, 4, 6, 8 bits) and ``dataflow`` must stay constant while data
-is in flight.  ``error`` (sticky) flags a width above ``m_max`` (processed at ``m_max``), a
+is in flight (``pipeline`` cycles longer than at depth 0).  ``error`` (sticky) flags a width above ``m_max`` (processed at ``m_max``), a
 ``dataflow`` code 3 (processed as ``fwd``) and a load outside the array (ignored).
 
 Partial sums start at +0 per tile (§5.3); the tiles' sums are added by the accumulator outside
@@ -66,6 +76,9 @@ from .numerics import (
 
 #: run-time ``dataflow`` codes of the array
 DATAFLOW_CODES = {name: code for code, name in enumerate(DATAFLOWS)}
+#: most register stages between the cells' round side and their partial sums
+#: (:class:`FMACArrayConfig`.pipeline)
+FMAC_ARRAY_MAX_PIPELINE = 3
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,10 @@ class FMACArrayConfig:
     group: int = 16
     #: widest run-time operand width the cells hold: 2, 4, 6 or 8 (FAST uses 2 and 4)
     m_max: int = 4
+    #: register stages in every cell between the round side and the partial sum, 0..3 (0: the
+    #: paper's one-cycle round), at the fMAC's cuts (:class:`golden.fast.numerics.FMACConfig`);
+    #: outputs appear ``pipeline`` cycles later, results and throughput are unchanged
+    pipeline: int = 0
 
     def __post_init__(self):
         check_int(self, "rows", 1, 256)
@@ -90,6 +107,7 @@ class FMACArrayConfig:
         check_int(self, "group", 1, 64)
         if isinstance(self.m_max, bool) or self.m_max not in FMAC_WIDTHS:
             raise ConfigError(type(self).__name__, "m_max", self.m_max, "one of 2, 4, 6, 8")
+        check_int(self, "pipeline", 0, FMAC_ARRAY_MAX_PIPELINE)
 
 
 @dataclass
@@ -118,6 +136,23 @@ class ArrayOut:
     right: np.ndarray    # uint32, rows
     top: np.ndarray      # uint32, cols
     error: bool
+
+
+@dataclass
+class _Round:
+    """One cycle of the cells' round side, on its way to the partial-sum side: the FP generator
+    values (``rows × cols`` FP32 bits), whether the cycle is a beat's first, a drain cycle or a
+    beat boundary, the dataflow, ``H``'s ``valid`` and ``first`` tags, and whether a vector
+    (not WGRAD) was taken at the boundary."""
+
+    gen: np.ndarray
+    first: bool
+    drain: bool
+    df: str
+    Hv: np.ndarray
+    Hf: np.ndarray
+    boundary: bool
+    vin: bool
 
 
 def _zero_groups(n, g):
@@ -159,6 +194,10 @@ class ArraySim:
         self.pend = 0           # boundaries until the wgrad drain
         self.drain = 0          # drain cycles left
         self.error = False
+        # rounds between the round side and the partial-sum side, oldest first (reset: the
+        # stage registers hold zeros)
+        self.line = [_Round(np.zeros((R, C), np.uint32), False, False, "fwd", z(R, C), z(R, C),
+                            False, False) for _ in range(cfg.pipeline)]
 
     # ---- decoded run-time inputs
     def _widths(self, i: ArrayIn):
@@ -178,16 +217,23 @@ class ArraySim:
         kx, ky, _ = self._widths(i)
         return not self.drain and self.cx >= kx - 1 and self.cy >= ky - 1
 
+    def _first(self) -> bool:
+        return not self.drain and self.cx == 0 and self.cy == 0
+
     def outputs(self, i: ArrayIn) -> ArrayOut:
         b = self._boundary(i)
-        first = not self.drain and self.cx == 0 and self.cy == 0
-        if self.drain:
+        # the partial-sum side's cycle: the round leaving the stages (depth 0: this one)
+        if self.line:
+            first, drain = self.line[0].first, self.line[0].drain
+        else:
+            first, drain = self._first(), bool(self.drain)
+        if drain:
             right = self.A[:, -1].copy()
         else:
             right = np.array([q[-1] for q in self.q_right], np.uint32)
         top = np.array([q[-1] for q in self.q_top], np.uint32)
         return ArrayOut(in_ready=b and self.pend == 0,
-                        out_valid=bool(self.drain) or (first and bool(self.vline[-1])),
+                        out_valid=drain or (first and bool(self.vline[-1])),
                         right=right, top=top, error=self.error)
 
     def cycle(self, i: ArrayIn) -> ArrayOut:
@@ -230,37 +276,20 @@ class ArraySim:
             else:
                 err = True
 
-        # ---- the cells' datapath
-        newA = self.A.copy()
-        if self.drain:
-            newA[:, 1:] = self.A[:, :-1]
-            newA[:, 0] = 0
-        else:
-            if df == "fwd":
-                X, Y = self.V, self.S
-            elif df == "bwd_data":
-                X, Y = self.H, self.S
-            else:
-                X, Y = self.H, self.V
-            shx, shy = 2 * (kx - 1 - self.cx), 2 * (ky - 1 - self.cy)
-            chx = np.where(X[1] == 1, -1, 1) * ((X[2] >> shx) & 3)
-            chy = np.where(Y[1] == 1, -1, 1) * ((Y[2] >> shy) & 3)
-            P = (chx * chy).sum(axis=2)
-            gen = fp_gen_bits(P, X[0] - 2 * self.cx, Y[0] - 2 * self.cy)
-            a = self.A.copy()
-            if self.cx == 0 and self.cy == 0:
-                if df == "fwd":
-                    a[:, 1:] = self.A[:, :-1]
-                    a[:, 0] = 0
-                elif df == "bwd_data":
-                    a[1:, :] = self.A[:-1, :]
-                    a[0, :] = 0
-                else:
-                    a = np.where(self.Hf == 1, np.uint32(0), self.A)
-            s = fp32_add_bits(a, gen)
-            newA = s if df != "wgrad" else np.where(self.Hv == 1, s, self.A).astype(np.uint32)
+        # ---- the cells' round side, then (``pipeline`` cycles later) their partial sums
+        rnd = self._round(df, kx, ky, boundary, take)
+        if self.line:
+            self.line.append(rnd)
+            rnd = self.line.pop(0)
+        newA = self._accumulate(rnd)
+        if rnd.boundary:
+            for r in range(R):
+                self.q_right[r] = [int(newA[r, C - 1])] + self.q_right[r][:-1]
+            for c in range(C):
+                self.q_top[c] = [int(newA[R - 1, c])] + self.q_top[c][:-1]
+            self.vline = [int(rnd.vin)] + self.vline[:-1]
 
-        # ---- beat boundary: operands, skew, deskew, valid line, countdown
+        # ---- beat boundary: operands, skew, countdown
         if boundary:
             left = self._vector(i.left, R) if take else [(0, None, None)] * R
             bottom = self._vector(i.bottom, C) if take else [(0, None, None)] * C
@@ -286,11 +315,6 @@ class ArraySim:
                 self.Hv[r, 0], self.Hf[r, 0] = v, f
             for c, (Es, s_, q_) in enumerate(v_in):
                 self.V[0][0, c], self.V[1][0, c], self.V[2][0, c] = Es, s_, q_
-            for r in range(R):
-                self.q_right[r] = [int(newA[r, C - 1])] + self.q_right[r][:-1]
-            for c in range(C):
-                self.q_top[c] = [int(newA[R - 1, c])] + self.q_top[c][:-1]
-            self.vline = [int(take and df != "wgrad")] + self.vline[:-1]
 
         # ---- control: round counters, wgrad countdown and drain
         if self.drain:
@@ -314,6 +338,49 @@ class ArraySim:
             self.S[0][r, c], self.S[1][r, c], self.S[2][r, c] = Es, s_, q_
         self.A = newA.astype(np.uint32)
         self.error = err
+
+
+    def _round(self, df: str, kx: int, ky: int, boundary: bool, take: bool) -> _Round:
+        """This cycle's round side: every cell's FP generator value (zeros in a drain cycle,
+        where no round runs) and the controls the partial-sum side needs."""
+        R, C = self.cfg.rows, self.cfg.cols
+        gen = np.zeros((R, C), np.uint32)
+        if not self.drain:
+            if df == "fwd":
+                X, Y = self.V, self.S
+            elif df == "bwd_data":
+                X, Y = self.H, self.S
+            else:
+                X, Y = self.H, self.V
+            shx, shy = 2 * (kx - 1 - self.cx), 2 * (ky - 1 - self.cy)
+            chx = np.where(X[1] == 1, -1, 1) * ((X[2] >> shx) & 3)
+            chy = np.where(Y[1] == 1, -1, 1) * ((Y[2] >> shy) & 3)
+            P = (chx * chy).sum(axis=2)
+            gen = fp_gen_bits(P, X[0] - 2 * self.cx, Y[0] - 2 * self.cy)
+        return _Round(gen, self._first(), bool(self.drain), df, self.Hv.copy(), self.Hf.copy(),
+                      boundary, take and df != "wgrad")
+
+    def _accumulate(self, rnd: _Round) -> np.ndarray:
+        """The cells' ``A`` after the partial-sum side takes round ``rnd``: a drain shifts
+        every ``A`` right; otherwise the round's value is added to the partial sum of the
+        dataflow (a neighbour's ``A`` or +0 in a beat's first cycle, the cell's own after)."""
+        if rnd.drain:
+            newA = self.A.copy()
+            newA[:, 1:] = self.A[:, :-1]
+            newA[:, 0] = 0
+            return newA
+        a = self.A.copy()
+        if rnd.first:
+            if rnd.df == "fwd":
+                a[:, 1:] = self.A[:, :-1]
+                a[:, 0] = 0
+            elif rnd.df == "bwd_data":
+                a[1:, :] = self.A[:-1, :]
+                a[0, :] = 0
+            else:
+                a = np.where(rnd.Hf == 1, np.uint32(0), self.A)
+        s = fp32_add_bits(a, rnd.gen)
+        return s if rnd.df != "wgrad" else np.where(rnd.Hv == 1, s, self.A).astype(np.uint32)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -446,6 +513,7 @@ def array_gemm(cfg: FMACArrayConfig, xq: Quantized, yq: Quantized, dataflow: str
 
 __all__ = [
     "DATAFLOW_CODES",
+    "FMAC_ARRAY_MAX_PIPELINE",
     "FMACArrayConfig",
     "ArrayIn",
     "ArrayOut",

@@ -37,6 +37,7 @@ from ..common.lfsr import lane_seeds as _lane_seeds
 from ..common.lfsr import lfsr16_step
 from ..common.fp_add import fp32_add, fp32_add_bits
 from ..common.rounding import RoundConfig, round_raw
+from ..common.stream import StallingPipeline
 
 #: elements per BFP group (the hardware's g)
 G = 16
@@ -303,6 +304,12 @@ class LaneRNG(_LaneRNG):
 # ----------------------------------------------------------------------------------------------
 # the converter as a unit (§3)
 
+#: register stages of the converter at ``pipeline = 0`` (§3's three)
+CONVERTER_STAGES = 3
+#: most extra register stages (:attr:`ConverterConfig.pipeline`; ``hdl.fast.converter.CUTS``)
+CONVERTER_MAX_PIPELINE = 4
+
+
 @dataclass(frozen=True)
 class ConverterConfig:
     """Configuration of the FP32 → BFP converter (registry unit ``fast.converter``, spec §3)."""
@@ -311,16 +318,27 @@ class ConverterConfig:
     group: int = 16
     #: output magnitude bits, even (stored as 2-bit chunks; the paper's converter makes 4)
     m: int = 4
+    #: extra register stages, 0..4 (0: the paper's three stages): 1 after the exponent
+    #: differences, 2 also half-way up the exponent tree, 3 also inside the rounding block
+    #: after its shift, 4 also after the rounding increment.  Results are unchanged; every
+    #: group leaves ``pipeline`` cycles later (:class:`ConverterSim`)
+    pipeline: int = 0
 
     def __post_init__(self):
         check_int(self, "group", 1, 64)
         check_int(self, "m", 2, 8)
         if self.m % 2:
             raise ConfigError(type(self).__name__, "m", self.m, "an even width (2-bit chunks)")
+        check_int(self, "pipeline", 0, CONVERTER_MAX_PIPELINE)
 
     @property
     def chunks(self) -> int:
         return self.m // 2
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a group's acceptance to its output when nothing stalls."""
+        return CONVERTER_STAGES + self.pipeline
 
 
 @dataclass(frozen=True)
@@ -364,8 +382,38 @@ def convert_groups(cfg: ConverterConfig, x, is_grad, rand=None, exp_floor=0,
             for t in range(n)]
 
 
+class ConverterSim(StallingPipeline):
+    """Cycle model of the converter's streams (the timing contract of
+    :class:`hdl.fast.Converter`): :class:`golden.common.stream.StallingPipeline` with
+    ``cfg.latency`` registers; a group with an Inf or NaN sets ``error`` at the edge it enters
+    register ``pipeline + 1`` (at depth 0 the first, two before the output register).
+    :meth:`step` takes a group's FP32 bit patterns (``None``: ``valid`` low) and the
+    consumer's ``ready``.
+
+    ``error``: the flag before the first cycle, with no group in flight (default: after reset).
+    """
+
+    def __init__(self, cfg: ConverterConfig, error: bool = False):
+        self.cfg = cfg
+        super().__init__(cfg.latency, cfg.pipeline, _nonfinite_group, error)
+
+
+def _nonfinite_group(group) -> bool:
+    return bool(((np.asarray(group, dtype=np.int64) >> 23) & 0xFF == 0xFF).any())
+
+
+def convert_cycles(cfg: ConverterConfig, cycles, error: bool = False) -> list:
+    """:class:`ConverterSim` over ``cycles`` (per cycle ``(group, ready)``, as
+    :meth:`ConverterSim.step` takes them): the unit's outputs in every cycle."""
+    return ConverterSim(cfg, error).run(cycles)
+
+
 # ----------------------------------------------------------------------------------------------
 # the fMAC as a unit (§4)
+
+#: most register stages between a round's operands and the accumulator (:class:`FMACConfig`)
+FMAC_MAX_PIPELINE = 3
+
 
 @dataclass(frozen=True)
 class FMACConfig:
@@ -375,11 +423,18 @@ class FMACConfig:
     group: int = 16
     #: widest run-time operand width the operand registers hold: 2, 4, 6 or 8 (§4.2's table)
     m_max: int = 8
+    #: register stages between a round's operands and the FP32 accumulation, 0..3 (0: the
+    #: paper's one-cycle round): 1 registers the FP generator's FP32 value, 2 also the adder
+    #: tree's sum ``P`` and the round's exponent, 3 also the 2b x 2b products.  The
+    #: accumulation itself stays one cycle, so results are unchanged; every round reaches the
+    #: accumulator ``pipeline`` cycles later (:class:`FMACSim`)
+    pipeline: int = 0
 
     def __post_init__(self):
         check_int(self, "group", 1, 64)
         if isinstance(self.m_max, bool) or self.m_max not in FMAC_WIDTHS:
             raise ConfigError(type(self).__name__, "m_max", self.m_max, "one of 2, 4, 6, 8")
+        check_int(self, "pipeline", 0, FMAC_MAX_PIPELINE)
 
 
 def fmac_run(cfg: FMACConfig, pairs) -> tuple:
@@ -393,6 +448,150 @@ def fmac_run(cfg: FMACConfig, pairs) -> tuple:
         accs.append(acc)
         cycles.append(rounds(mx, my))
     return accs, cycles
+
+
+@dataclass(frozen=True)
+class FMACCycle:
+    """The fMAC's outputs in one clock cycle (before its edge): ``grp.ready``, ``busy``,
+    ``last``, the accumulator register (FP32 bits) and the sticky ``error``."""
+
+    ready: bool
+    busy: bool
+    last: bool
+    acc: int
+    error: bool
+
+
+class FMACSim:
+    """Cycle model of the fMAC (the timing contract of :class:`hdl.fast.FMAC`): :meth:`outputs`
+    for the current cycle, then :meth:`step` for the clock edge (or :meth:`cycle` for both).
+
+    A pair ``(x, mx, y, my, clear)`` offered in a cycle in which ``ready`` is high is taken at
+    that edge; its ``rounds(mx, my)`` rounds run in the following cycles (``busy``), X's chunks
+    outer, most significant first; ``last`` flags the final round, in which ``ready`` is high
+    again (``ready = ~busy | last``).  A width above ``m_max`` sets the sticky ``error`` at the
+    edge that takes the pair, which runs at ``m_max``.  The round of cycle ``t`` (its FP
+    generator value, and whether it starts from +0: the first round of a pair with ``clear``)
+    is added into the accumulator at edge ``t + cfg.pipeline``, so ``acc`` holds a pair's
+    result from the cycle ``pipeline + 1`` after its last round; cycles without a round leave
+    the accumulator as it is."""
+
+    def __init__(self, cfg: FMACConfig = FMACConfig()):
+        self.cfg = cfg
+        zero = (0, np.zeros(cfg.group, np.int64), np.zeros(cfg.group, np.int64))
+        self.x = self.y = zero
+        self.kx = self.ky = 1
+        self.cx = self.cy = 0
+        self.fresh = self.busy = self.error = False
+        self.acc = 0
+        #: rounds in flight between the FP generator and the accumulator, oldest first:
+        #: ``(en, fresh, fp32 bits)``
+        self.line = [(False, False, 0)] * cfg.pipeline
+
+    @property
+    def last(self) -> bool:
+        return self.busy and self.cx == self.kx - 1 and self.cy == self.ky - 1
+
+    @property
+    def idle(self) -> bool:
+        """No round running or in flight: ``acc`` holds the result of every pair taken."""
+        return not self.busy and not any(en for en, _, _ in self.line)
+
+    def outputs(self) -> FMACCycle:
+        return FMACCycle(ready=not self.busy or self.last, busy=self.busy, last=self.last,
+                         acc=self.acc, error=self.error)
+
+    def cycle(self, pair=None) -> FMACCycle:
+        out = self.outputs()
+        self.step(pair)
+        return out
+
+    def _operand(self, grp):
+        g, mask = self.cfg.group, (1 << self.cfg.m_max) - 1
+        Es, s, q = grp
+        s, q = np.asarray(s, np.int64).reshape(-1), np.asarray(q, np.int64).reshape(-1)
+        if s.size != g or q.size != g:
+            raise FastInputError("group", f"{s.size} signs, {q.size} magnitudes", f"{g} each")
+        return int(Es), s & 1, q & mask
+
+    def _round_bits(self) -> int:
+        (ex, sx, qx), (ey, sy, qy) = self.x, self.y
+        chx = (qx >> (2 * (self.kx - 1 - self.cx))) & 3
+        chy = (qy >> (2 * (self.ky - 1 - self.cy))) & 3
+        P = int(np.sum(_signed(sx ^ sy, chx * chy)))
+        return int(fp_gen_bits(P, ex - 2 * self.cx, ey - 2 * self.cy))
+
+    def step(self, pair=None) -> bool:
+        """The clock edge with ``pair`` offered (``None``: ``valid`` low); whether it was
+        taken."""
+        take = pair is not None and self.outputs().ready
+        last = self.last
+        self.line.append((self.busy, self.fresh, self._round_bits() if self.busy else 0))
+        en, fresh, bits = self.line.pop(0)
+        if en:
+            self.acc = int(fp32_add_bits(np.uint32(0 if fresh else self.acc), np.uint32(bits)))
+        if take:
+            x, mx, y, my, clear = pair
+            kmax = self.cfg.m_max // 2
+            kx, ky = _check_fmac_width("mx", mx) // 2, _check_fmac_width("my", my) // 2
+            self.error = self.error or kx > kmax or ky > kmax
+            self.x, self.y = self._operand(x), self._operand(y)
+            self.kx, self.ky = min(kx, kmax), min(ky, kmax)
+            self.cx = self.cy = 0
+            self.fresh, self.busy = bool(clear), True
+        else:
+            if self.busy:
+                self.fresh = False
+            if last:
+                self.busy = False
+            elif self.busy:
+                if self.cy == self.ky - 1:
+                    self.cy, self.cx = 0, self.cx + 1
+                else:
+                    self.cy += 1
+        return take
+
+
+@dataclass
+class FMACRun:
+    """Pairs through :class:`FMACSim`: the input of every cycle (the pair offered, or
+    ``None``), the model's outputs in every cycle, the cycle in which each pair was taken and
+    the accumulator after each pair (:func:`fmac_run`'s, which starts from +0)."""
+
+    inputs: list
+    outputs: list
+    accepted: list
+    accs: list
+
+
+def fmac_cycles(cfg: FMACConfig, items, sim: FMACSim | None = None) -> FMACRun:
+    """Drive ``items`` through the cycle model: a pair is offered (``valid`` high) from the
+    cycle after the previous item until it is taken; ``None`` is one idle cycle.  After the
+    last item the run idles until every round has reached the accumulator, and ends with the
+    cycle in which ``acc`` holds the last pair's result.  ``sim`` continues a model from the
+    state an earlier run left (default: a fresh fMAC after reset)."""
+    sim = sim or FMACSim(cfg)
+    if sim.cfg != cfg:
+        raise FastInputError("sim", sim.cfg, f"a model of {cfg}")
+    run = FMACRun([], [], [], [])
+
+    def clock(item) -> bool:
+        run.inputs.append(item)
+        run.outputs.append(sim.outputs())
+        taken = sim.step(item)
+        if taken:
+            run.accepted.append(len(run.inputs) - 1)
+        return taken
+
+    for item in items:
+        while not clock(item) and item is not None:
+            pass
+    while not sim.idle:
+        clock(None)
+    clock(None)
+    pairs = [item for item in items if item is not None]
+    run.accs = fmac_run(cfg, pairs)[0] if pairs else []
+    return run
 
 
 # ----------------------------------------------------------------------------------------------
@@ -582,8 +781,11 @@ def quantize_operands(X, Y, mx: int, my: int, dataflow: str = "fwd",
 
 __all__ = [
     "G", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
-    "FastInputError", "lane_seeds", "ConverterConfig", "Converted", "convert_groups",
-    "FMACConfig", "fmac_run",
+    "FastInputError", "lane_seeds", "CONVERTER_STAGES", "CONVERTER_MAX_PIPELINE",
+    "ConverterConfig", "Converted", "convert_groups", "ConverterSim",
+    "convert_cycles",
+    "FMAC_MAX_PIPELINE", "FMACConfig", "fmac_run", "FMACCycle", "FMACSim", "FMACRun",
+    "fmac_cycles",
     "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",

@@ -40,6 +40,13 @@ Choices the paper leaves open
   against its own 16-bit words, so ``ratio`` is the saving over the format actually stored.
 * ``exp_decode`` accepts every 7-bit MAG: the non-canonical ``(1, 127)`` decodes to ``E = 0``
   by the same formula, as the decompressor's ``127 - MAG`` does.
+
+Cycle models
+------------
+:func:`compressor_cycles` and :func:`decompressor_cycles` are the timing contract of the
+hardware units at every ``pipeline`` depth: from which inputs are offered and which outputs are
+ready in each clock cycle, the units' ready outputs and the words or rows on their outputs in
+that cycle (the contents are those of :func:`compress` and :func:`decompress`).
 """
 
 from dataclasses import dataclass
@@ -60,6 +67,8 @@ META_BITS = 3
 META_PER_WORD = 10
 #: width of a metadata word
 META_WORD = 32
+#: most register stages of the compressor and decompressor (:class:`GeckoConfig`.pipeline)
+GECKO_MAX_PIPELINE = 2
 
 # bit_length of 0..127 (the leading-one detector over a 7-bit OR), as a lookup table
 _BITLEN = np.array([int(v).bit_length() for v in range(128)], dtype=np.int64)
@@ -72,6 +81,8 @@ class GeckoConfig:
     The defaults are the paper's hardware: 8 lanes of FP32, sign stored, width detector on.
     ``man_width``, ``sign_en`` and ``fixed_width`` are per-tensor side-band values; the RTL takes
     them as run-time inputs and uses these fields only as the testbench's default values.
+    ``pipeline`` changes only when results leave the units (their cycle models
+    :func:`compressor_cycles` and :func:`decompressor_cycles`), never the streams.
     """
 
     #: values per row = lanes of the packer/unpacker array (the paper groups 8 values)
@@ -84,6 +95,9 @@ class GeckoConfig:
     sign_en: bool = True
     #: None = Gecko (per-row width from the detector); 0..7 = fixed exponent width (§4.7, A29)
     fixed_width: int | None = None
+    #: register stages added to the compressor and the decompressor, 0..2 (0: the paper's
+    #: circuits); the streams are unchanged, each word or row leaves pipeline cycles later
+    pipeline: int = 0
 
     def __post_init__(self):
         check_int(self, "lanes", 1, 64)
@@ -95,6 +109,7 @@ class GeckoConfig:
         check_bool(self, "sign_en")
         if self.fixed_width is not None:
             check_int(self, "fixed_width", 0, 7)
+        check_int(self, "pipeline", 0, GECKO_MAX_PIPELINE)
 
     @property
     def format(self) -> FloatFormat:
@@ -466,7 +481,242 @@ def decompress(stream: GeckoStream) -> np.ndarray:
     return out.astype(fmt.dtype)
 
 
+# --------------------------------------------------------------------------------------------
+# cycle models of the hardware units (their timing contract, every pipeline depth)
+
+#: cycles from the acceptance of a compressor input row to the first cycle its sticky error
+#: flag reads 1 (the checks read the input register, at every depth)
+COMPRESSOR_ERROR_LAG = 2
+
+
+def compressor_latency(cfg: GeckoConfig) -> int:
+    """Cycles from the acceptance of a compressor input row to the cycle in which the word row it
+    completes is on ``o``, when nothing stalls: ``3 + pipeline``."""
+    return 3 + cfg.pipeline
+
+
+def decompressor_latency(cfg: GeckoConfig) -> int:
+    """Cycles from the cycle in which the decompressor takes a row (and the metadata word and
+    word row it needs) to the cycle the decoded row is on ``o``, when nothing stalls:
+    ``1 + pipeline``."""
+    return 1 + cfg.pipeline
+
+
+@dataclass(frozen=True)
+class CompressorCycle:
+    """One clock cycle of :func:`compressor_cycles`: the unit's handshake outputs."""
+
+    #: ``i.ready``
+    i_ready: bool
+    #: ``(lane words, last)`` on ``o`` (``o.valid``), or None
+    o: tuple | None
+    #: ``(word, last)`` on ``meta`` (``meta.valid``), or None
+    meta: tuple | None
+
+
+@dataclass(frozen=True)
+class DecompressorCycle:
+    """One clock cycle of :func:`decompressor_cycles`: the unit's handshake outputs."""
+
+    #: ``cmd.ready``
+    cmd_ready: bool
+    #: ``i.ready``
+    i_ready: bool
+    #: ``meta.ready``
+    meta_ready: bool
+    #: ``(lane values, last)`` on ``o`` (``o.valid``), or None
+    o: tuple | None
+
+
+def _tensor_plan(cfg: GeckoConfig, tensors):
+    """``(stream, field widths W per row)`` of every ``(bits, tensor config)``; a tensor config
+    must have the unit's ``lanes`` and ``fmt``."""
+    plan = []
+    for bits, t in tensors:
+        if (t.lanes, t.fmt) != (cfg.lanes, cfg.fmt):
+            raise ValueError(f"a tensor of lanes={t.lanes}, fmt={t.fmt!r} on a unit of "
+                             f"lanes={cfg.lanes}, fmt={cfg.fmt!r}")
+        s = compress(bits, t)
+        plan.append((s, _field_widths(s.widths, t)))
+    return plan
+
+
+def _leaves(stages, last_leaves: bool) -> list:
+    """Which rows of a chain of row stages move on this cycle: a stage's row moves on when the
+    next stage is empty or its row moves on; the last stage's when ``last_leaves``."""
+    leave = [False] * len(stages)
+    for k in range(len(stages) - 1, -1, -1):
+        nxt = last_leaves if k == len(stages) - 1 else (stages[k + 1] is None or leave[k + 1])
+        leave[k] = stages[k] is not None and nxt
+    return leave
+
+
+def _advance(stages, leave, incoming) -> list:
+    """The chain of row stages after the clock edge (``incoming``: the row entering the first
+    stage, or None)."""
+    out = list(stages)
+    for k in range(len(stages) - 1, -1, -1):
+        came = incoming if k == 0 else (stages[k - 1] if leave[k - 1] else None)
+        if came is not None:
+            out[k] = came
+        elif leave[k]:
+            out[k] = None
+    return out
+
+
+def compressor_cycles(cfg: GeckoConfig, tensors, cycles) -> list[CompressorCycle]:
+    """Cycle model of the Gecko compressor (the timing contract of
+    :class:`hdl.gecko.GeckoCompressor` at ``cfg.pipeline``).
+
+    ``tensors`` are ``(bits, tensor config)`` pairs streamed back to back (each tensor config
+    gives ``man_width``, ``sign_en`` and ``fixed_width``; ``lanes`` and ``fmt`` are the unit's);
+    their rows, padded with +0.0 and ``last`` on each tensor's final row, are offered in order.
+    ``cycles`` holds per clock cycle ``(i_valid, o_ready, meta_ready)``: whether the next row
+    is offered (ignored once every row was taken) and whether each output is ready.  Returns
+    the unit's outputs in each cycle.
+
+    A row passes ``2 + pipeline`` row stages (the input register, the fields and the added
+    stages); a stage takes a row when it is empty or its row moves on, and ``i.ready`` says
+    the first one does.  The last one feeds the packer, which accepts a row while ``o`` is
+    free (empty or being read), the metadata register is free or the row does not complete a
+    metadata word (ten codes, or the tensor's last row; fixed-width rows push none), and no
+    flush is pending.  An accepted row emits a word row when its field reaches the end of the
+    lane word, or, as a tensor's last row, whatever is left; a last row whose field straddles a
+    word end leaves a flush, which emits the final word the next time ``o`` is free and blocks
+    the packer until then.  Words and metadata words are those of :func:`compress`, in order.
+    """
+    lw = cfg.lane_width
+    rows, words, metas = [], [], []
+    for s, W in _tensor_plan(cfg, tensors):
+        fixed = s.cfg.fixed_width is not None
+        rows += [(int(w), r == W.size - 1, fixed) for r, w in enumerate(W)]
+        n = s.data.shape[0]
+        words += [(tuple(int(v) for v in s.data[q]), q == n - 1) for q in range(n)]
+        metas += [(int(v), q == s.meta.size - 1) for q, v in enumerate(s.meta)]
+    words, metas = iter(words), iter(metas)
+    stages = [None] * (2 + cfg.pipeline)
+    taken = 0                   # input rows accepted
+    flush = False
+    p = 0                       # the packers' fill pointer
+    count = 0                   # codes in the metadata word being packed
+    o = meta = None
+    out = []
+    for i_valid, o_ready, meta_ready in cycles:
+        can_o = o is None or bool(o_ready)
+        head = stages[-1]
+        accept = False
+        if head is not None and not flush:
+            _, last, fixed = rows[head]
+            ends = count == META_PER_WORD - 1 or last
+            accept = can_o and (meta is None or bool(meta_ready) or fixed or not ends)
+        leave = _leaves(stages, accept)
+        i_ready = stages[0] is None or leave[0]
+        out.append(CompressorCycle(i_ready, o, meta))
+        incoming = None
+        if i_valid and i_ready and taken < len(rows):
+            incoming = taken
+            taken += 1
+        emit = emit_meta = None
+        if flush:
+            if can_o:
+                emit, flush = next(words), False
+        elif accept:
+            W, last, fixed = rows[head]
+            fill = p + W
+            if fill >= lw or last:
+                emit = next(words)
+            flush = last and fill > lw
+            p = 0 if last else fill % lw
+            if not fixed:
+                if count == META_PER_WORD - 1 or last:
+                    emit_meta, count = next(metas), 0
+                else:
+                    count += 1
+        o = emit if emit is not None else (None if o_ready else o)
+        meta = emit_meta if emit_meta is not None else (None if meta_ready else meta)
+        stages = _advance(stages, leave, incoming)
+    return out
+
+
+def decompressor_cycles(cfg: GeckoConfig, tensors, cycles) -> list[DecompressorCycle]:
+    """Cycle model of the Gecko decompressor (the timing contract of
+    :class:`hdl.gecko.GeckoDecompressor` at ``cfg.pipeline``).
+
+    ``tensors`` are ``(bits, tensor config)`` pairs as for :func:`compressor_cycles`; for each
+    one a command (its row count and side-band values), the word rows and the metadata words of
+    its :func:`compress` stream are offered in order.  ``cycles`` holds per clock cycle
+    ``(cmd_valid, i_valid, meta_valid, o_ready)``: whether the next command, word row and
+    metadata word are offered (each ignored once all of them were taken) and whether ``o`` is
+    ready.  Returns the unit's outputs in each cycle.
+
+    An idle unit takes a command (``cmd.ready`` while idle) and starts its rows the next cycle
+    (a command of 0 rows is taken and leaves it idle).  A row goes when the row stage after the
+    control can take it (depth 0: ``o`` is free) and the inputs it needs are offered: the next
+    metadata word when no width code is left (Gecko mode), the next word row when fewer bits
+    are left over than its field needs.  It then passes ``pipeline`` row stages (each takes a
+    row when empty or when its row moves on) into ``o``.  After a tensor's last row the
+    left-over codes and bits are dropped.  Rows are those of :func:`decompress`, the last one
+    padded with +0.0.
+    """
+    lw = cfg.lane_width
+    tensors_out = []
+    plan = _tensor_plan(cfg, tensors)
+    for s, W in plan:
+        values = np.zeros(W.size * cfg.lanes, dtype=np.int64)
+        values[:s.count] = decompress(s)
+        rows = [(tuple(int(v) for v in values[r * cfg.lanes:(r + 1) * cfg.lanes]),
+                 r == W.size - 1) for r in range(W.size)]
+        tensors_out.append((W, s.cfg.fixed_width is not None, rows))
+    commands = iter(tensors_out)
+    words_left = sum(s.data.shape[0] for s, _ in plan)
+    metas_left = sum(s.meta.size for s, _ in plan)
+    stages = [None] * cfg.pipeline
+    current = None              # (W, fixed, rows) of the tensor being decoded
+    row = 0                     # its next row
+    active = False
+    avail = 0                   # bits left over from the words taken
+    left = 0                    # width codes left from the metadata word taken
+    o = None
+    out = []
+    for cmd_valid, i_valid, meta_valid, o_ready in cycles:
+        can_o = o is None or bool(o_ready)
+        leave = _leaves(stages, can_o)
+        can_row = can_o if not stages else (stages[0] is None or leave[0])
+        go = need_meta = need_word = False
+        if active:
+            W, fixed, rows = current
+            need_meta = not fixed and left == 0
+            need_word = avail < W[row]
+            go = (can_row and (not need_meta or (bool(meta_valid) and metas_left > 0))
+                  and (not need_word or (bool(i_valid) and words_left > 0)))
+        out.append(DecompressorCycle(not active, go and need_word, go and need_meta, o))
+        item = None
+        if go:
+            words_left -= need_word
+            metas_left -= need_meta
+            item = rows[row]
+            done = row == W.size - 1
+            avail = 0 if done else avail + (lw if need_word else 0) - int(W[row])
+            left = 0 if done else (left if fixed else
+                                   META_PER_WORD - 1 if need_meta else left - 1)
+            row += 1
+            active = not done
+        elif cmd_valid and not active:
+            current = next(commands, None)
+            row = 0
+            active = current is not None and current[0].size > 0
+        if stages:
+            moved = stages[-1] if leave[-1] else None
+            stages = _advance(stages, leave, item)
+        else:
+            moved = item
+        o = moved if moved is not None else (None if o_ready else o)
+    return out
+
+
 __all__ = [
-    "BIAS", "GeckoConfig", "GeckoStream", "Footprint", "exp_code", "exp_decode", "compress",
-    "decompress", "footprint", "pack_meta", "unpack_meta",
+    "BIAS", "GECKO_MAX_PIPELINE", "GeckoConfig", "GeckoStream", "Footprint", "exp_code",
+    "exp_decode", "compress", "decompress", "footprint", "pack_meta", "unpack_meta",
+    "COMPRESSOR_ERROR_LAG", "compressor_latency", "decompressor_latency", "CompressorCycle",
+    "DecompressorCycle", "compressor_cycles", "decompressor_cycles",
 ]

@@ -9,11 +9,40 @@ FPRaker PE (:class:`hdl.common.accumulator.Accumulator`).  Bit-exact with
 Sub-components (separate blocks in ``trainfab area --breakdown``): ``products``
 (:class:`Products`: multipliers and exponent adders), ``exponent`` (the max tree),
 ``lanes`` (:class:`AlignReduce`: alignment shifters, negators, adder tree — the baseline's
-shift-and-reduce) and ``accumulator``.
+shift-and-reduce) and ``accumulator``.  With register stages ``exponent`` is the max tree over
+the products alone and ``lanes`` a :class:`StagedAlignReduce` (below); the step exponent's last
+comparison, with the accumulator's exponent, is the PE's own logic.
 
 :class:`Bf16Tile` (unit ``baseline.bf16_tile``) is the paper's baseline tile: ``rows`` x ``cols``
 of these PEs (instances ``pe<r>_<c>``, each with the blocks above) taking one group per cycle in
 lock-step, with the FPRaker tile's ports (:class:`hdl.common.signatures.TileSignature`).
+
+Pipeline stages (``cfg.pipeline``, 0..3)
+----------------------------------------
+``pipeline = 0`` is the paper's single-cycle PE.  Stages go on the product side only, before
+the accumulation step; the step itself stays one cycle (the loop from the accumulator's
+exponent through the step exponent ``E``, the alignment of the products onto the
+``2**(E - F)`` grid, the adder tree, the accumulator's add, the normalizer/RNE and back into
+the register), so every result is bit-exact with the single-cycle PE and only arrives later.
+
+Since ``E = max(Ep, eacc)`` depends on the accumulator, a pipelined PE splits the alignment in
+two (:class:`StagedAlignReduce`): before the stages each active product is aligned onto the grid
+``2**(Ep - F)`` of the products' own largest exponent ``Ep`` (round to odd) and negated; in the
+step every term is shifted right by the same ``E - Ep`` (round to odd again) before the adder
+tree.  Round to odd composes (``jam(jam(x, s), t) = jam(x, s + t)``) and commutes with
+negation (two's complement floor with the sticky OR-ed in), so the sum is unchanged.  The cut
+points, each registering the group's ``valid`` and ``clear`` beside the datapath:
+
+- ``align`` (depths 1, 2, 3): the aligned, signed terms (``F + 2`` bits per lane), ``Ep`` and
+  whether any lane is active — the last register before the accumulation step;
+- ``exponent`` (depths 2, 3): after the max tree over the products' exponents (``Ep``), with
+  the products, the exponent sums ``ABe``, the signs and the lane activity;
+- ``product`` (depth 3): after the multipliers and exponent adders: the products, ``ABe``, the
+  products' own exponents, signs and lane activity.
+
+A group accepted at edge ``t`` is accumulated at edge ``t + pipeline``
+(:func:`golden.baseline.bf16_pe_cycles`).  The accumulation step bounds the clock at every
+depth >= 1.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -26,9 +55,13 @@ from golden.common import BF16
 from golden.common.accumulator import EXP_W, XW
 
 from ..common.accumulator import Accumulator, step_exponent
-from ..common.arith import adder_tree, jam_right
+from ..common.arith import adder_tree, jam_right, tree_reduce
 from ..common.formats import layout
+from ..common.pipeline import stage
 from ..common.signatures import AccumulatorSignature, operand_group
+
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("align",), 2: ("exponent", "align"), 3: ("product", "exponent", "align")}
 
 
 class Products(wiring.Component):
@@ -105,16 +138,70 @@ class AlignReduce(wiring.Component):
         return m
 
 
+class StagedAlignReduce(wiring.Component):
+    """:class:`AlignReduce` split across the ``align`` cut of a pipelined PE (module docstring).
+
+    Before the cut each active product is aligned onto the ``2**(Ep - F)`` grid of ``Ep``, the
+    largest exponent of the group's products (round to odd below it), and negated by its sign:
+    a signed term of ``F + 2`` bits (an aligned product is below ``2**(F + 1)``).  The cut
+    registers the terms.  After it, in the accumulation step, every term is shifted right by
+    the same ``shift = E - Ep`` (round to odd, two's complement) and the adder tree sums them:
+    the sum equals :class:`AlignReduce`'s with the step exponent ``E``.
+
+    Ports
+    -----
+    prod : In(16) array; abe : In(signed(12)) array; neg, act : In(lanes); Ep : In(signed(12))
+        The group's products and their largest exponent, before the cut.
+    shift : In(unsigned(13))
+        ``E - Ep`` in the accumulation step (after the cut); any value when no lane is active.
+    sum : Out(signed(frac_bits + int_bits + 1 + ceil_log2(lanes)))
+    """
+
+    def __init__(self, cfg: BaselineConfig):
+        self.cfg = cfg
+        L = cfg.lanes
+        self.width = cfg.frac_bits + cfg.int_bits + 1
+        super().__init__({
+            "prod": In(16).array(L), "abe": In(signed(XW)).array(L), "neg": In(L),
+            "act": In(L), "Ep": In(signed(XW)), "shift": In(XW + 1),
+            "sum": Out(signed(self.width + ceil_log2(L))),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        F = cfg.frac_bits
+        pad = max(0, F - 14)
+        terms = {}
+        for i in range(cfg.lanes):
+            diff = Signal(signed(XW + 1), name=f"pdiff{i}")
+            wide = Signal(16 + pad, name=f"pwide{i}")
+            m.d.comb += [diff.eq(self.Ep - self.abe[i] + max(0, 14 - F)),
+                         wide.eq(self.prod[i] << pad)]
+            mag = jam_right(m, wide, diff.as_unsigned(), name=f"pjam{i}")
+            t = Signal(signed(F + 2), name=f"pterm{i}")
+            m.d.comb += t.eq(Mux(self.act[i], Mux(self.neg[i], -mag, mag), 0))
+            terms[f"term{i}"] = t
+        terms = stage(m, terms, name="align")
+        shifted = [jam_right(m, terms[f"term{i}"], self.shift, name=f"sjam{i}")
+                   for i in range(cfg.lanes)]
+        m.d.comb += self.sum.eq(adder_tree(m, shifted, len(self.sum), "ptree"))
+        return m
+
+
 class BF16PE(wiring.Component):
     """Bit-parallel bfloat16 dot-product PE: one group of ``lanes`` pairs per cycle.
 
-    Latency/throughput: the group accepted on ``grp`` is accumulated at that clock edge; ``acc``
-    shows the result from the next cycle.  One group per cycle (``grp.ready`` is always 1).
+    Latency/throughput: the group accepted on ``grp`` at edge ``t`` is accumulated at edge
+    ``t + cfg.pipeline`` (0: at that edge); ``acc`` shows the result from the cycle after
+    (:func:`golden.baseline.bf16_pe_cycles`; stages in the module docstring).  One group per
+    cycle (``grp.ready`` is always 1).
 
     Parameters
     ----------
     cfg : golden.baseline.BaselineConfig
-        ``lanes``, ``frac_bits`` (alignment grid), ``keep_bits``, ``int_bits``, ``out_round``.
+        ``lanes``, ``frac_bits`` (alignment grid), ``keep_bits``, ``int_bits``, ``out_round``,
+        ``pipeline`` (register stages).
 
     Ports
     -----
@@ -133,6 +220,8 @@ class BF16PE(wiring.Component):
         })
 
     def elaborate(self, platform):
+        if self.cfg.pipeline:
+            return self._staged()
         cfg = self.cfg
         m = Module()
         L = cfg.lanes
@@ -162,6 +251,70 @@ class BF16PE(wiring.Component):
         m.d.comb += [accu.E.eq(xp.E), accu.addend.eq(al.sum)]
         return m
 
+    def _staged(self):
+        """The PE with register stages at the cut points of ``CUTS[cfg.pipeline]``."""
+        cfg = self.cfg
+        cuts = CUTS[cfg.pipeline]
+        m = Module()
+        L = cfg.lanes
+        grp = self.grp
+        m.d.comb += grp.ready.eq(1)
+
+        prods = m.submodules.products = Products(L)
+        m.d.comb += [prods.a[i].eq(grp.payload.a[i]) for i in range(L)]
+        m.d.comb += [prods.b[i].eq(grp.payload.b[i]) for i in range(L)]
+        lanes = {**{f"prod{i}": prods.prod[i] for i in range(L)},
+                 **{f"abe{i}": prods.abe[i] for i in range(L)},
+                 "neg": prods.neg, "act": prods.act,
+                 "valid": grp.valid, "clear": grp.payload.clear}
+        p = stage(m, {**lanes, **{f"pexp{i}": prods.pexp[i] for i in range(L)}},
+                  "product" in cuts, name="product")
+
+        xp = m.submodules.exponent = _ProductExponent(L)
+        m.d.comb += xp.valid.eq(p["act"])
+        m.d.comb += [xp.w[i].eq(p[f"pexp{i}"]) for i in range(L)]
+        x = stage(m, {**{k: p[k] for k in lanes}, "Ep": xp.Ep, "any": xp.any},
+                  "exponent" in cuts, name="exponent")
+
+        al = m.submodules.lanes = StagedAlignReduce(cfg)
+        m.d.comb += [al.neg.eq(x["neg"]), al.act.eq(x["act"]), al.Ep.eq(x["Ep"])]
+        m.d.comb += [al.prod[i].eq(x[f"prod{i}"]) for i in range(L)]
+        m.d.comb += [al.abe[i].eq(x[f"abe{i}"]) for i in range(L)]
+        s = stage(m, {k: x[k] for k in ("Ep", "any", "valid", "clear")}, name="align")
+
+        accu = m.submodules.accumulator = Accumulator(cfg)
+        wiring.connect(m, accu.acc, wiring.flipped(self.acc))
+        m.d.comb += [accu.en.eq(s["valid"]), accu.clear.eq(s["clear"])]
+
+        # the step exponent E = max(Ep, eacc) and the terms' shift E - Ep, from one
+        # subtraction: the accumulator's exponent wins when it is larger than Ep
+        d = Signal(signed(XW + 1), name="eacc_over_ep")
+        m.d.comb += d.eq(self.acc.exp - s["Ep"])
+        take_acc = Signal(name="take_acc")
+        m.d.comb += take_acc.eq(~accu.zero_in & (~s["any"] | (d > 0)))
+        E = Signal(signed(XW), name="E")
+        m.d.comb += [E.eq(Mux(take_acc, self.acc.exp, Mux(s["any"], s["Ep"], 0))),
+                     al.shift.eq(Mux(take_acc & s["any"], d, 0))]
+        m.d.comb += [accu.E.eq(E), accu.addend.eq(al.sum)]
+        return m
+
+
+class _ProductExponent(wiring.Component):
+    """The largest exponent of a group's products, ``Ep = max(w over valid lanes)`` (0 when no
+    lane is valid; ``any``: some lane is), as a block of its own."""
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        super().__init__({"valid": In(lanes), "w": In(signed(XW)).array(lanes),
+                          "any": Out(1), "Ep": Out(signed(XW))})
+
+    def elaborate(self, platform):
+        m = Module()
+        any_valid, e_max = tree_reduce(m, [(self.valid[i], w) for i, w in enumerate(self.w)],
+                                       lambda a, b: a >= b, signed(XW), "pmax")
+        m.d.comb += [self.any.eq(any_valid), self.Ep.eq(Mux(any_valid, e_max, 0))]
+        return m
+
 
 class _MaxExponent(wiring.Component):
     """The step exponent ``E = max(w over valid lanes, eacc)`` as a block of its own."""
@@ -180,4 +333,4 @@ class _MaxExponent(wiring.Component):
         return m
 
 
-__all__ = ["Products", "AlignReduce", "BF16PE"]
+__all__ = ["Products", "AlignReduce", "StagedAlignReduce", "BF16PE"]

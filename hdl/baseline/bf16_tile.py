@@ -1,10 +1,23 @@
-"""The bit-parallel bfloat16 baseline tile (unit ``baseline.bf16_tile``)."""
+"""The bit-parallel bfloat16 baseline tile (unit ``baseline.bf16_tile``).
+
+Pipeline stages (``cfg.pipeline``, 0..3)
+----------------------------------------
+The tile's stages are its PEs' (:mod:`hdl.baseline.bf16_pe`, cut points ``CUTS``): every PE is
+built with ``cfg.pipeline`` register stages before its accumulation step, so a group taken at
+edge ``t`` is accumulated in every PE at edge ``t + pipeline`` and ``out`` shows it from the
+cycle after.  The join, ``ready`` and the acceptance of groups are unchanged (one group per
+cycle, no back-pressure inside the tile: the stages always advance).  Two side-band signals
+travel beside the PEs' stages: ``busy`` stays high while a taken group is still in a stage, and
+the exponent-255 check of a taken group reaches the sticky ``error`` ``pipeline`` cycles later,
+in the edge at which the group reaches the accumulators.
+"""
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 
 from golden.baseline import BaselineTileConfig
 
+from ..common.pipeline import delay
 from ..common.signatures import TileSignature
 
 
@@ -24,9 +37,11 @@ class Bf16Tile(wiring.Component):
     Latency/throughput: the streams are joined — every PE takes one group in a cycle in which
     every ``a[c]`` and every ``b[r]`` stream is valid, and then every stream's ``ready`` is
     asserted together (``ready`` depends on the ``valid`` of all streams, which the stream rules
-    allow; no ``valid`` depends on a ``ready``).  The group is accumulated at that clock edge and
-    ``out`` shows the result from the next cycle, so a reduction of ``G`` groups streamed
-    without bubbles takes ``G`` cycles (:attr:`TileResult.cycles`).
+    allow; no ``valid`` depends on a ``ready``).  The group taken at edge ``t`` is accumulated
+    at edge ``t + cfg.pipeline`` (0: at that edge) and ``out`` shows the result from the cycle
+    after, so a reduction of ``G`` groups streamed without bubbles takes ``G + pipeline``
+    cycles (:attr:`TileResult.cycles`; :func:`golden.baseline.bf16_tile_cycles` is the cycle
+    model; stages in the module docstring).
 
     Parameters
     ----------
@@ -42,11 +57,14 @@ class Bf16Tile(wiring.Component):
     out : Out(bf16) array of ``rows`` x ``cols``
         PE ``(r, c)``'s accumulator read out (``out_round``).
     busy : Out(1)
-        A group is being accumulated this cycle (the join fires): a reduction of ``G`` groups
-        has exactly ``G`` busy cycles, whatever the bubbles in the streams.
+        A group is taken this cycle (the join fires) or a group taken in one of the
+        ``pipeline`` cycles before is still in the PEs' stages: a reduction of ``G`` groups has
+        exactly ``G`` busy cycles at ``pipeline = 0``, whatever the bubbles in the streams, and
+        ``G + pipeline`` without bubbles.
     error : Out(1)
         Sticky (reset clears it): an accepted group held an operand with exponent field 255
         (outside the PEs' contract, spec §1.3); the results of the PEs it reached are undefined.
+        It rises ``pipeline`` cycles after the group was taken, as the group's results would.
     """
 
     def __init__(self, cfg: BaselineTileConfig = BaselineTileConfig()):
@@ -60,7 +78,14 @@ class Bf16Tile(wiring.Component):
         fire = Signal()
         m.d.comb += fire.eq(Cat(*(s.valid for s in streams)).all())
         m.d.comb += [s.ready.eq(fire) for s in streams]
-        m.d.comb += self.busy.eq(fire)
+        if cfg.pipeline:
+            # a taken group's valid through the PEs' stages
+            flight = []
+            for k in range(cfg.pipeline):
+                flight.append(delay(m, flight[-1] if flight else fire, 1, name=f"flight{k + 1}"))
+            m.d.comb += self.busy.eq(Cat(fire, *flight).any())
+        else:
+            m.d.comb += self.busy.eq(fire)
 
         # PE (r, c): column c's A and clear, row r's B; every PE accumulates when the join fires
         for r in range(cfg.rows):
@@ -78,8 +103,13 @@ class Bf16Tile(wiring.Component):
         operands = [x for s in self.a for x in s.payload.a] + \
                    [x for s in self.b for x in s.payload.b]
         special = Cat(*(x.exp == 0xFF for x in operands)).any()
-        with m.If(fire & special):
-            m.d.sync += self.error.eq(1)
+        if cfg.pipeline:
+            bad = delay(m, fire & special, cfg.pipeline, name="error")
+            with m.If(bad):
+                m.d.sync += self.error.eq(1)
+        else:
+            with m.If(fire & special):
+                m.d.sync += self.error.eq(1)
         return m
 
 

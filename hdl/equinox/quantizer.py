@@ -18,6 +18,25 @@ pipeline (:class:`hdl.common.bfp.BFPPipeline`):
 
 The output register holds the hbfp block (``exp``, ``man[w]``, the layout of
 :attr:`golden.equinox.QuantizerConfig.out_format`).
+
+Pipeline stages (``cfg.pipeline``, 0..4; :data:`CUTS`)
+------------------------------------------------------
+``pipeline = 0`` is the two-stage quantizer.  Extra stages are cut points of the shared
+pipeline (:data:`hdl.common.bfp.CUT_POINTS`), taken in the order that shortens this unit's
+longest stage first; every stage advances with the rest of the pipeline, so back-pressure still
+stalls it as a whole and it still takes one block per cycle:
+
+- ``difference`` (depths 1..4): after the exponent differences and the two's complement
+  significands, before the rounding block (stage 2 is the longest: difference, shifter,
+  increment, saturation and, for stochastic rounding, the noise adder);
+- ``normalize`` (depths 2..4): inside the rounding block, after its shifter and sticky;
+- ``increment`` (depths 3, 4): inside the rounding block, after the rounding increment, before
+  the saturation (and the noise adder);
+- ``tree`` (depth 4): half-way up the exponent tree of stage 1 (for wide blocks).
+
+An accepted block appears on ``o`` ``2 + pipeline`` cycles later, and a block with an Inf or
+NaN sets ``error`` ``pipeline`` advances after the cycle after it is taken
+(:class:`golden.equinox.QuantizerSim`, the cycle model).
 """
 
 from amaranth.hdl import Module
@@ -29,6 +48,11 @@ from golden.equinox.hbfp import quant_config
 
 from ..common.bfp import BFPPipeline, signature
 from ..common.formats import layout
+
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("difference",), 2: ("difference", "normalize"),
+        3: ("difference", "normalize", "increment"),
+        4: ("difference", "normalize", "increment", "tree")}
 
 
 def input_layout(cfg: QuantizerConfig) -> data.StructLayout:
@@ -48,21 +72,23 @@ def output_layout(cfg: QuantizerConfig) -> data.StructLayout:
 class Quantizer(wiring.Component):
     """FP32/bf16 → hbfp block quantizer: one block of ``w`` values per cycle.
 
-    Latency: an accepted block appears on ``o`` two cycles later.  Throughput: one block per
-    cycle while ``o`` is ready; back-pressure stalls the pipeline
-    (``i.ready = ~o.valid | o.ready``).
+    Latency: an accepted block appears on ``o`` ``2 + cfg.pipeline`` cycles later (stages in
+    the module docstring).  Throughput: one block per cycle while ``o`` is ready;
+    back-pressure stalls the pipeline (``i.ready = ~o.valid | o.ready``).
 
     Parameters
     ----------
     cfg : golden.equinox.QuantizerConfig
-        ``w`` (lanes), ``m`` (mantissa bits), ``in_fmt``, ``rounding``, ``rbits``.
+        ``w`` (lanes), ``m`` (mantissa bits), ``in_fmt``, ``rounding``, ``rbits``,
+        ``pipeline`` (extra stages).
 
     Ports
     -----
     i : In(stream of :func:`input_layout`)
     o : Out(stream of :func:`output_layout`)
     error : Out(1)
-        Sticky: a block with an Inf or NaN value was accepted (its output is unspecified).
+        Sticky: a block with an Inf or NaN value was accepted (its output is unspecified); set
+        ``pipeline`` advances after the cycle after the block is taken.
     """
 
     def __init__(self, cfg: QuantizerConfig = QuantizerConfig()):
@@ -79,19 +105,22 @@ class Quantizer(wiring.Component):
         # the 24-bit significand of FP32 (bf16's 8 bits sit at its top): value / LSB =
         # sig * 2**(E - Es - (25 - m)) (golden.equinox.hbfp.quant_config)
         bfp = BFPPipeline(w, cfg.in_format, quant_config(cfg.m, cfg.rounding, rbits),
-                          noise_bits=rbits, seeds=lane_seeds(w) if stoch else ())
+                          noise_bits=rbits, seeds=lane_seeds(w) if stoch else (),
+                          cuts=CUTS[cfg.pipeline])
         en = bfp.enable(m, self.i, self.o)
 
-        # ---- stage 1: decode, exponent tree, noise, LFSRs, error
+        # ---- stage 1: decode, exponent tree, noise, LFSRs, error (with the tree cut: two
+        #      stages)
         s1 = bfp.front(m, p.x, self.i.valid, en, self.error,
                        inject=p.rand_en if stoch else None, rand=p.rand if stoch else None)
 
-        # ---- stage 2: exponent difference, the rounding block per lane, output register
-        man = bfp.mantissas(m, s1)
+        # ---- stage 2: exponent difference, the rounding block per lane, output register (the
+        #      difference, normalize and increment cuts add stages)
+        s2 = bfp.mantissas(m, s1, en)
         o = self.o.payload
         with m.If(en):
-            m.d.sync += [self.o.valid.eq(s1.valid), o.exp.eq(s1.es)]
-            m.d.sync += [o.man[j].eq(man[j]) for j in range(w)]
+            m.d.sync += [self.o.valid.eq(s2.valid), o.exp.eq(s2.es)]
+            m.d.sync += [o.man[j].eq(s2.man[j]) for j in range(w)]
         return m
 
 

@@ -10,6 +10,27 @@ operands from the left and from below, then a drain to the right).  The array al
 input skew, the output deskew and the round / beat controller.
 
 Cycle-accurate with :class:`golden.fast.array.ArraySim`; its docstring is the timing contract.
+
+Pipeline stages (``cfg.pipeline``, 0..3)
+----------------------------------------
+``pipeline = 0`` is the paper's cell: a round's products, sum, FP generator and FP32 addition in
+one cycle.  Stages go in every cell at the fMAC's cut points (:data:`hdl.fast.fmac.CUTS`),
+between the round side (operand selection, :class:`ChunkProducts`, the exponent adder, the FP
+generator) and the partial-sum side (the partial-sum multiplexer, the FP32 adder, ``A``), which
+stays one cycle, so every result is bit-exact with the one-cycle cell:
+
+- ``generator`` (depths 1..3): the FP generator's FP32 value, before the FP32 adder;
+- ``tree`` (depths 2 and 3): the adder tree's sum and the round's exponent, before the FP
+  generator;
+- ``products`` (depth 3): the 2b x 2b products and the round's exponent, before the adder tree.
+
+Each stage also carries the controls of the partial-sum side (the beat's first cycle, the drain,
+the dataflow, ``H``'s ``valid`` and ``first`` tags), so that side, the output deskew and the
+valid line run ``pipeline`` cycles behind the round side, the operands, the skew and the
+controller: ``out_valid``, ``right`` and ``top`` are those of depth 0 delayed by ``pipeline``
+cycles, ``i.ready`` and ``error`` keep their depth-0 timing, and the throughput is unchanged.
+The accumulation loop (partial-sum multiplexer, FP32 adder, ``A``) bounds the clock at every
+depth.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -24,8 +45,9 @@ from golden.fast.array import FMACArrayConfig
 
 from ..common.formats import layout
 from ..common.fp_add import FPAdder
+from ..common.pipeline import delay, stage
 from ..common.rounding import Round
-from .fmac import ChunkProducts, chunk_count, fp_gen_config, operand_layout
+from .fmac import CUTS, ChunkProducts, chunk_count, fp_gen_config, operand_layout
 
 FP32_LAYOUT = layout(FP32)
 
@@ -57,6 +79,11 @@ def load_layout(cfg: FMACArrayConfig) -> data.StructLayout:
 
 class ArrayCell(wiring.Component):
     """One fMAC cell of the array with its registers (see the module docstring).
+
+    Latency: the round of a cycle (from the operands, ``shx``/``shy``/``esub`` and the
+    dataflow of that cycle) reaches ``A`` at the edge ``cfg.pipeline`` cycles later, with that
+    cycle's ``first``, ``drain``, dataflow and ``H`` tags; ``a`` and ``a_next`` are in that
+    delayed time.
 
     Ports
     -----
@@ -111,30 +138,41 @@ class ArrayCell(wiring.Component):
         m.d.comb += [x.as_value().eq(Mux(self.fwd, self.v.as_value(), self.h.op.as_value())),
                      y.as_value().eq(Mux(self.wgrad, self.v.as_value(), S.as_value()))]
 
+        cuts = CUTS[cfg.pipeline]
         gen_cfg = fp_gen_config(fc)
-        mul = m.submodules.multipliers = ChunkProducts(fc, gen_cfg.in_width)
+        mul = m.submodules.multipliers = ChunkProducts(fc, gen_cfg.in_width,
+                                                       cut="products" in cuts)
         m.d.comb += [mul.x.eq(x), mul.y.eq(y), mul.shx.eq(self.shx), mul.shy.eq(self.shy)]
         gen = m.submodules.fp_gen = Round(gen_cfg)
         e = Signal(gen.i.exp.shape())
-        m.d.comb += [e.eq(x.es + y.es - self.esub - 256), gen.i.sig.eq(mul.p),
-                     gen.i.exp.eq(e)]
+        # the partial-sum side's controls travel with the round
+        side = {"e": e, "first": self.first, "drain": self.drain, "fwd": self.fwd,
+                "bwd": self.bwd, "wgrad": self.wgrad, "h_first": self.h.first,
+                "h_valid": self.h.valid}
+        side = stage(m, side, "products" in cuts, name="products")
+        side = stage(m, {"p": mul.p, **side}, "tree" in cuts, name="tree")
+        m.d.comb += [e.eq(x.es + y.es - self.esub - 256), gen.i.sig.eq(side["p"]),
+                     gen.i.exp.eq(side["e"])]
+        del side["p"], side["e"]
+        side = stage(m, {"bits": gen.o.bits, **side}, "generator" in cuts, name="generator")
+        first, fwd, bwd, wgrad = side["first"], side["fwd"], side["bwd"], side["wgrad"]
 
         # the partial sum the round adds to
         a = Signal(FP32_LAYOUT)
-        with m.If(self.first & self.fwd):
+        with m.If(first & fwd):
             m.d.comb += a.eq(self.a_left)
-        with m.Elif(self.first & self.bwd):
+        with m.Elif(first & bwd):
             m.d.comb += a.eq(self.a_below)
-        with m.Elif(self.first & self.wgrad & self.h.first):
+        with m.Elif(first & wgrad & side["h_first"]):
             m.d.comb += a.eq(0)
         with m.Else():
             m.d.comb += a.eq(self.a)
         add = m.submodules.fp_add = FPAdder(FPAddConfig("fp32"))
-        m.d.comb += [add.a.eq(a), add.b.eq(gen.o.bits)]
+        m.d.comb += [add.a.eq(a), add.b.eq(side["bits"])]
 
-        with m.If(self.drain):
+        with m.If(side["drain"]):
             m.d.comb += self.a_next.eq(self.a_left)
-        with m.Elif(self.wgrad & ~self.h.valid):
+        with m.Elif(wgrad & ~side["h_valid"]):
             m.d.comb += self.a_next.eq(self.a)
         with m.Else():
             m.d.comb += self.a_next.eq(add.sum)
@@ -145,10 +183,14 @@ class ArrayCell(wiring.Component):
 class FMACArray(wiring.Component):
     """The fMAC array with its input skew, output deskew and controller.
 
+    Latency: ``out_valid``, ``right`` and ``top`` come ``cfg.pipeline`` cycles later than
+    at depth 0 (stages in the module docstring); ``i.ready`` and ``error`` do not move.
+
     Parameters
     ----------
     cfg : golden.fast.array.FMACArrayConfig
-        ``rows``, ``cols``, ``group`` (multipliers per cell) and ``m_max``.
+        ``rows``, ``cols``, ``group`` (multipliers per cell), ``m_max`` and ``pipeline``
+        (register stages in every cell).
 
     Ports
     -----
@@ -270,14 +312,19 @@ class FMACArray(wiring.Component):
                     cell.a_below.eq(Const(0, 32) if r == 0 else cells[r - 1][c].a),
                 ]
 
-        # ---- output deskew and the valid line
+        # ---- output deskew and the valid line, in the partial-sum side's time
+        D = cfg.pipeline
+        acc_boundary = delay(m, boundary, D, name="acc_boundary")
+        acc_vin = delay(m, take & ~wgrad, D, name="acc_vin")
+        acc_draining = delay(m, draining, D, name="acc_draining")
+        acc_first = delay(m, first, D, name="acc_first")
         vline = Signal(R + C)
-        with m.If(boundary):
-            m.d.sync += vline.eq(Mux(take & ~wgrad, 1, 0) | (vline << 1))
+        with m.If(acc_boundary):
+            m.d.sync += vline.eq(Mux(acc_vin, 1, 0) | (vline << 1))
 
         def deskew(src, stages, name):
             regs = [Signal(FP32_LAYOUT, name=f"{name}_{s}") for s in range(stages)]
-            with m.If(boundary):
+            with m.If(acc_boundary):
                 m.d.sync += regs[0].eq(src)
                 for s in range(1, stages):
                     m.d.sync += regs[s].eq(regs[s - 1])
@@ -285,11 +332,11 @@ class FMACArray(wiring.Component):
 
         for r in range(R):
             q = deskew(cells[r][C - 1].a_next, R - r, f"right{r}")
-            m.d.comb += self.right[r].eq(Mux(draining, cells[r][C - 1].a.as_value(),
+            m.d.comb += self.right[r].eq(Mux(acc_draining, cells[r][C - 1].a.as_value(),
                                              q.as_value()))
         for c in range(C):
             m.d.comb += self.top[c].eq(deskew(cells[R - 1][c].a_next, C - c, f"top{c}"))
-        m.d.comb += self.out_valid.eq(draining | (first & vline[R + C - 1]))
+        m.d.comb += self.out_valid.eq(acc_draining | (acc_first & vline[R + C - 1]))
         return m
 
 

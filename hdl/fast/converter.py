@@ -15,6 +15,26 @@ first two are the shared FP → BFP pipeline (:class:`hdl.common.bfp.BFPPipeline
 
 Truncation is stochastic rounding with zero noise, so one datapath serves both (§3: "summed
 with the mantissas").
+
+Pipeline stages (``cfg.pipeline``, 0..4; :data:`CUTS`)
+------------------------------------------------------
+``pipeline = 0`` is the paper's three-stage converter.  Extra stages are cut points of the
+shared pipeline (:data:`hdl.common.bfp.CUT_POINTS`), taken in the order that shortens this
+unit's longest stage first; every stage advances with the rest of the pipeline, so
+back-pressure still stalls it as a whole and it still takes one group per cycle:
+
+- ``difference`` (depths 1..4): after the exponent differences and the rounding block's input
+  magnitudes, before the rounding block (stage 2 was the longest: difference, shifter and SR
+  adder);
+- ``tree`` (depths 2..4): half-way up the exponent tree of stage 1 (the lanes' exponents and
+  ``exp_floor``);
+- ``normalize`` (depths 3, 4): inside the rounding block, after its shifter and sticky;
+- ``increment`` (depth 4): inside the rounding block, after the SR increment, before the
+  saturation.
+
+An accepted group appears on ``o`` ``3 + pipeline`` cycles later, and a group with an Inf or
+NaN sets ``error`` ``pipeline`` advances after the cycle after it is taken
+(:class:`golden.fast.numerics.ConverterSim`, the cycle model).
 """
 
 from amaranth.hdl import Module, Signal, signed, unsigned
@@ -30,6 +50,11 @@ from ..common.formats import layout
 
 #: width of the chunk exponents (``Es - 2c`` may go below 0, spec §4.3)
 CHUNK_EXP_BITS = 10
+
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("difference",), 2: ("difference", "tree"),
+        3: ("difference", "tree", "normalize"),
+        4: ("difference", "tree", "normalize", "increment")}
 
 
 def input_layout(cfg: ConverterConfig) -> data.StructLayout:
@@ -60,14 +85,15 @@ def output_layout(cfg: ConverterConfig) -> data.StructLayout:
 class Converter(wiring.Component):
     """FP32 → BFP converter: one group of ``group`` FP32 values per cycle (spec §3).
 
-    Latency: an accepted group appears on ``o`` three cycles later (the output register is the
-    last stage).  Throughput: one group per cycle while ``o`` is ready; back-pressure stalls the
-    whole pipeline (``i.ready = ~o.valid | o.ready``).
+    Latency: an accepted group appears on ``o`` ``3 + cfg.pipeline`` cycles later (the output
+    register is the last stage; stages in the module docstring).  Throughput: one group per
+    cycle while ``o`` is ready; back-pressure stalls the whole pipeline
+    (``i.ready = ~o.valid | o.ready``).
 
     Parameters
     ----------
     cfg : golden.fast.numerics.ConverterConfig
-        ``group`` (lanes, 16) and ``m`` (output bits, 4).
+        ``group`` (lanes, 16), ``m`` (output bits, 4) and ``pipeline`` (extra stages, 0).
 
     Ports
     -----
@@ -78,7 +104,8 @@ class Converter(wiring.Component):
         ``es``, ``sign``, ``q``, ``chunk_exp`` (``es - 2c``), ``num`` = sum of ``q & 3``,
         ``den`` = sum of ``q >> 2``.
     error : Out(1)
-        Sticky: a group with an Inf or NaN value was accepted (its output is unspecified).
+        Sticky: a group with an Inf or NaN value was accepted (its output is unspecified); set
+        ``pipeline`` advances after the cycle after the group is taken.
     """
 
     def __init__(self, cfg: ConverterConfig = ConverterConfig()):
@@ -92,22 +119,24 @@ class Converter(wiring.Component):
         p = self.i.payload
         # value / LSB = sig * 2**(m - 1 - (Es - E) - 23): the golden quantizer's rounding block
         bfp = BFPPipeline(g, FP32, _quant_config(cfg.m, "sr"), exp_offset=cfg.m - 1,
-                          noise_bits=SR_BITS, seeds=lane_seeds(g))
+                          noise_bits=SR_BITS, seeds=lane_seeds(g), cuts=CUTS[cfg.pipeline])
         en = bfp.enable(m, self.i, self.o)
 
         # ---- stage 1: decode, exponent tree with the floor, noise for gradient groups, error
+        #      (with the tree cut: two stages)
         s1 = bfp.front(m, p.x, self.i.valid, en, self.error, floor=p.exp_floor,
                        noise_en=p.is_grad, inject=p.rand_en, rand=p.rand)
 
-        # ---- stage 2: Es - E, shift, SR add, saturate (the rounding block per lane)
+        # ---- stage 2: Es - E, shift, SR add, saturate (the rounding block per lane; the
+        #      difference, normalize and increment cuts add stages)
         v2 = Signal()
         r2_es = Signal(8)
         r2_s = Signal(g)
         r2_q = [Signal(cfg.m, name=f"r2_q{j}") for j in range(g)]
-        q = bfp.mantissas(m, s1)
+        s2 = bfp.mantissas(m, s1, en)
         with m.If(en):
-            m.d.sync += [v2.eq(s1.valid), r2_es.eq(s1.es), r2_s.eq(s1.sign)]
-            m.d.sync += [r2_q[j].eq(q[j]) for j in range(g)]
+            m.d.sync += [v2.eq(s2.valid), r2_es.eq(s2.es), r2_s.eq(s2.sign)]
+            m.d.sync += [r2_q[j].eq(s2.man[j]) for j in range(g)]
 
         # ---- stage 3: chunk exponents, improvement partial sums, output register
         o = self.o.payload

@@ -8,6 +8,27 @@ exponent adder forms ``(Esx - 2cx) + (Esy - 2cy) - 256``, the FP generator (the 
 block: exact, FTZ, ±Inf) turns ``P`` into FP32, and the FP32 adder
 (:class:`hdl.common.fp_add.FPAdder`) adds it to the accumulator register.  Rounds go X's chunks
 outer, most significant first (§4.4's canonical order).
+
+Pipeline stages (``cfg.pipeline``, 0..3)
+----------------------------------------
+``pipeline = 0`` is the paper's fMAC: a round's chunks, products, sum, FP generator and FP32
+addition in one cycle.  Stages go on the round's side only, before the accumulation; the FP32
+addition (the ``clear`` multiplexer, the adder and the accumulator register) stays one cycle, so
+every result is bit-exact with the one-cycle fMAC and only arrives later:
+
+- ``generator`` (depths 1..3): the FP generator's FP32 value, before the FP32 adder;
+- ``tree`` (depths 2 and 3): the adder tree's sum ``P`` and the round's exponent, before the FP
+  generator;
+- ``products`` (depth 3): the 2b x 2b products (inside :class:`ChunkProducts`) and the round's
+  exponent, before the adder tree.
+
+Each stage also carries the round's enable (``busy``) and whether it starts from +0 (the first
+round of a pair with ``clear``).  The round of cycle ``t`` is added into the accumulator at edge
+``t + pipeline``: ``busy``, ``last`` and ``grp.ready`` keep their depth-0 timing, ``acc`` holds a
+pair's result from the cycle ``pipeline + 1`` after its last round
+(:class:`golden.fast.numerics.FMACSim`), and ``error`` is set at the edge that takes the pair,
+as at depth 0.  The accumulation loop (multiplexer, FP32 adder, accumulator) bounds the clock
+at every depth.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -23,7 +44,11 @@ from golden.fast.numerics import FMACConfig
 from ..common.arith import AdderTree
 from ..common.formats import layout
 from ..common.fp_add import FPAdder
+from ..common.pipeline import stage
 from ..common.rounding import Round
+
+#: cut points of each pipeline depth (see the module docstring)
+CUTS = {0: (), 1: ("generator",), 2: ("tree", "generator"), 3: ("products", "tree", "generator")}
 
 
 def operand_layout(cfg: FMACConfig) -> data.StructLayout:
@@ -84,15 +109,17 @@ class ChunkMultipliers(wiring.Component):
 
 class ChunkProducts(wiring.Component):
     """One round's multiplier array: :class:`ChunkMultipliers` (``products``) and the adder
-    tree summing them into ``p`` (``tree``), combinational.
+    tree summing them into ``p`` (``tree``); combinational, or with the ``products`` cut (a
+    register stage between the multipliers and the tree: ``p`` one cycle later).
 
     Ports
     -----
     x, y : In(operand layout); shx, shy : In(range(m_max)); p : Out(signed(width))
     """
 
-    def __init__(self, cfg: FMACConfig, width: int):
+    def __init__(self, cfg: FMACConfig, width: int, cut: bool = False):
         self.cfg = cfg
+        self.cut = cut
         op = operand_layout(cfg)
         super().__init__({"x": In(op), "y": In(op), "shx": In(range(cfg.m_max)),
                           "shy": In(range(cfg.m_max)), "p": Out(signed(width))})
@@ -101,8 +128,9 @@ class ChunkProducts(wiring.Component):
         m = Module()
         mul = m.submodules.products = ChunkMultipliers(self.cfg)
         tree = m.submodules.tree = AdderTree(self.cfg.group, signed(5), len(self.p))
+        prod = stage(m, {"prod": mul.prod}, self.cut, name="products")["prod"]
         m.d.comb += [mul.x.eq(self.x), mul.y.eq(self.y), mul.shx.eq(self.shx),
-                     mul.shy.eq(self.shy), tree.i.eq(mul.prod), self.p.eq(tree.o)]
+                     mul.shy.eq(self.shy), tree.i.eq(prod), self.p.eq(tree.o)]
         return m
 
 
@@ -112,12 +140,14 @@ class FMAC(wiring.Component):
     Latency/throughput: a pair accepted on ``grp`` runs its rounds in the following cycles
     (``busy``), one FP32 addition each; ``last`` flags its final round, in which the next pair
     is accepted (``grp.ready = ~busy | last``), so pairs follow each other with no idle cycle.
-    ``acc`` holds the result from the cycle after the last round.
+    ``acc`` holds the result from the cycle ``cfg.pipeline + 1`` after the last round (stages
+    in the module docstring; :class:`golden.fast.numerics.FMACSim` is the cycle model).
 
     Parameters
     ----------
     cfg : golden.fast.numerics.FMACConfig
-        ``group`` (multipliers, 16) and ``m_max`` (widest operand, 8).
+        ``group`` (multipliers, 16), ``m_max`` (widest operand, 8) and ``pipeline`` (register
+        stages before the accumulation).
 
     Ports
     -----
@@ -172,8 +202,10 @@ class FMAC(wiring.Component):
 
         # ---- one round: chunks, 2b x 2b products, adder tree
         # chunk c of a k-chunk magnitude is bits [2(k-1-c), 2(k-1-c)+2): the shift is 2(k-1-c)
+        cuts = CUTS[cfg.pipeline]
         gen_cfg = fp_gen_config(cfg)
-        mul = m.submodules.multipliers = ChunkProducts(cfg, gen_cfg.in_width)
+        mul = m.submodules.multipliers = ChunkProducts(cfg, gen_cfg.in_width,
+                                                       cut="products" in cuts)
         m.d.comb += [mul.x.eq(x), mul.y.eq(y), mul.shx.eq((kx - 1 - cx) << 1),
                      mul.shy.eq((ky - 1 - cy) << 1)]
         P = mul.p
@@ -181,17 +213,29 @@ class FMAC(wiring.Component):
         # ---- exponent adder and FP generator
         gen = m.submodules.fp_gen = Round(gen_cfg)
         e = Signal(signed(bits_for(2 * 255 + 256, True)))
-        m.d.comb += [e.eq(x.es + y.es - (cx << 1) - (cy << 1) - 256), gen.i.sig.eq(P),
-                     gen.i.exp.eq(e)]
+        side = stage(m, {"e": e, "en": self.busy, "fresh": fresh}, "products" in cuts,
+                     name="products")
+        side = stage(m, {"p": P, **side}, "tree" in cuts, name="tree")
+        m.d.comb += [e.eq(x.es + y.es - (cx << 1) - (cy << 1) - 256), gen.i.sig.eq(side["p"]),
+                     gen.i.exp.eq(side["e"])]
+        side = stage(m, {"bits": gen.o.bits, "en": side["en"], "fresh": side["fresh"]},
+                     "generator" in cuts, name="generator")
 
         # ---- FP32 accumulation
         add = m.submodules.fp_add = FPAdder(FPAddConfig("fp32"))
-        m.d.comb += [add.a.eq(Mux(fresh, 0, self.acc)), add.b.eq(gen.o.bits)]
+        m.d.comb += [add.a.eq(Mux(side["fresh"], 0, self.acc)), add.b.eq(side["bits"])]
+        # without stages the round's enable is ``busy`` itself: one condition for both
         with m.If(self.busy):
-            m.d.sync += [self.acc.eq(add.sum), fresh.eq(0)]
+            if not cfg.pipeline:
+                m.d.sync += self.acc.eq(add.sum)
+            m.d.sync += fresh.eq(0)
             with m.If(take):
                 m.d.sync += fresh.eq(p.clear)
+        if cfg.pipeline:
+            with m.If(side["en"]):
+                m.d.sync += self.acc.eq(add.sum)
         return m
 
 
-__all__ = ["FMAC", "ChunkProducts", "ChunkMultipliers", "chunk_count", "operand_layout", "pair_layout", "fp_gen_config"]
+__all__ = ["FMAC", "CUTS", "ChunkProducts", "ChunkMultipliers", "chunk_count", "operand_layout",
+           "pair_layout", "fp_gen_config"]

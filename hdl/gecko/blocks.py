@@ -18,6 +18,7 @@ from amaranth.utils import ceil_log2
 from golden.common import FloatFormat
 
 from ..common import msb_index
+from ..common.pipeline import stage
 from ..common.signatures import SidebandSignature
 
 #: the fixed Gecko bias
@@ -157,6 +158,11 @@ class FieldBuilder(wiring.Component):
     Parameters
     ----------
     fmt : golden.common.FloatFormat
+    split : bool
+        A register stage (the compressor's ``head`` cut) between the head ``{S, DS, MAG}`` with
+        the kept mantissa bits and the mantissa's placement behind the head; it loads while
+        ``en`` is high.  ``w``, ``sign_en`` and ``man_width`` are registered too, so the
+        head's length is added after the stage and no register drives the shifter.
 
     Ports
     -----
@@ -167,17 +173,21 @@ class FieldBuilder(wiring.Component):
     man_width : In(5)
         Must not exceed the mantissa bits (the enclosing unit clamps it).
     sign_en : In(1)
+    en : In(1)
+        With ``split``: the stage loads.
     field : Out(lane_w)
     length : Out(6)
-        ``W = sign_en + 1 + w + man_width``.
+        ``W = sign_en + 1 + w + man_width``.  With ``split`` both outputs are those of the
+        inputs of the cycle before the last ``en``.
     """
 
-    def __init__(self, fmt: FloatFormat):
+    def __init__(self, fmt: FloatFormat, split: bool = False):
         self.fmt = fmt
+        self.split = split
         super().__init__({
             "sign": In(1), "ds": In(1), "mag": In(MAG_BITS), "man": In(fmt.man_bits),
             "w": In(W_BITS), "man_width": In(MW_BITS), "sign_en": In(1),
-            "field": Out(fmt.width), "length": Out(LEN_BITS),
+            **({"en": In(1)} if split else {}), "field": Out(fmt.width), "length": Out(LEN_BITS),
         })
 
     def elaborate(self, platform):
@@ -191,14 +201,20 @@ class FieldBuilder(wiring.Component):
         m.d.comb += head.eq(Mux(self.sign_en, Cat(mag_la, self.ds, self.sign),
                                 Cat(Const(0, 1), mag_la, self.ds)))
         hlen = Signal(4)
-        m.d.comb += hlen.eq(self.sign_en + 1 + self.w)
+        if not self.split:
+            m.d.comb += hlen.eq(self.sign_en + 1 + self.w)
         # mantissa: keep its top man_width bits, left-aligned in the lane word
         keep = _keep_mask(m, self.man_width, mb)
+        parts = stage(m, {"head": head, "man": self.man & keep, "w": self.w,
+                          "sign_en": self.sign_en, "man_width": self.man_width},
+                      self.split, en=self.en if self.split else None, name="head")
+        if self.split:
+            m.d.comb += hlen.eq(parts["sign_en"] + 1 + parts["w"])
         man_la = Signal(lw)
-        m.d.comb += man_la.eq(Cat(Const(0, lw - mb), self.man & keep))
+        m.d.comb += man_la.eq(Cat(Const(0, lw - mb), parts["man"]))
         m.d.comb += [
-            self.field.eq(Cat(Const(0, lw - len(head)), head) | (man_la >> hlen)),
-            self.length.eq(hlen + self.man_width),
+            self.field.eq(Cat(Const(0, lw - len(head)), parts["head"]) | (man_la >> hlen)),
+            self.length.eq(hlen + parts["man_width"]),
         ]
         return m
 
@@ -209,6 +225,19 @@ class FieldParser(wiring.Component):
     Zero-extends MAG, decodes it to E (:class:`ExpDecoder`) and re-inserts the trimmed
     mantissa bits as zeros.  With ``sign_en`` off the sign is 0.
 
+    Parameters
+    ----------
+    fmt : golden.common.FloatFormat
+    head_sum : bool
+        Move the mantissa by one shift by the head's length ``sign_en + 1 + w`` (a small adder)
+        instead of a shift by the sign and one by ``w``: the decompressor's pipelined row stage
+        takes ``w`` and ``sign_en`` from registers shared by every lane, which then drive the
+        adder rather than every lane's shifter.
+    split : bool
+        A register stage (the ``split`` cut) between the split of the field (sign, DS, MAG,
+        the mantissa bits) and the exponent decoder and mantissa mask; it loads while ``en``
+        is high.
+
     Ports
     -----
     field : In(lane_w)
@@ -216,15 +245,20 @@ class FieldParser(wiring.Component):
     w : In(3)
     man_width : In(5)
     sign_en : In(1)
+    en : In(1)
+        With ``split``: the stage loads.
     value : Out(lane_w)
-        The FP32 / bf16 bit pattern ``P(x, man_width)``.
+        The FP32 / bf16 bit pattern ``P(x, man_width)`` (with ``split``: of the field of the
+        cycle before the last ``en``).
     """
 
-    def __init__(self, fmt: FloatFormat):
+    def __init__(self, fmt: FloatFormat, head_sum: bool = False, split: bool = False):
         self.fmt = fmt
+        self.head_sum = head_sum
+        self.split = split
         super().__init__({
             "field": In(fmt.width), "w": In(W_BITS), "man_width": In(MW_BITS), "sign_en": In(1),
-            "value": Out(fmt.width),
+            **({"en": In(1)} if split else {}), "value": Out(fmt.width),
         })
 
     def elaborate(self, platform):
@@ -236,12 +270,19 @@ class FieldParser(wiring.Component):
         sign = Mux(self.sign_en, self.field[lw - 1], 0)
         mag_la = rest[lw - 1 - MAG_BITS:lw - 1]
         after = Signal(lw)                    # the mantissa bits, left-aligned
-        m.d.comb += after.eq((rest << 1) << self.w)
-        keep = _keep_mask(m, self.man_width, mb)
+        if self.head_sum:
+            head = Signal(4)
+            m.d.comb += [head.eq(self.sign_en + 1 + self.w), after.eq(self.field << head)]
+        else:
+            m.d.comb += after.eq((rest << 1) << self.w)
+        parts = stage(m, {"sign": sign, "ds": rest[lw - 1], "mag": mag_la >> ~self.w,  # ~w: 7 - w
+                          "man": after[lw - mb:], "man_width": self.man_width},
+                      self.split, en=self.en if self.split else None, name="split")
+        keep = _keep_mask(m, parts["man_width"], mb)
         m.d.comb += [
-            dec.ds.eq(rest[lw - 1]),
-            dec.mag.eq(mag_la >> ~self.w),          # 7 - w == ~w
-            self.value.eq(Cat(after[lw - mb:] & keep, dec.e, sign)),
+            dec.ds.eq(parts["ds"]),
+            dec.mag.eq(parts["mag"]),
+            self.value.eq(Cat(parts["man"] & keep, dec.e, parts["sign"])),
         ]
         return m
 
@@ -264,12 +305,21 @@ class Packer(wiring.Component):
     combinationally.  At the clock edge ``acc`` becomes ``merged``, ``merged << lane_w`` (when the
     controller emits ``word`` because the fill passed a word boundary), or 0 (``clear``).
 
+    Parameters
+    ----------
+    lane_w : int
+    placed : bool
+        The field arrives already placed: a two-word window ``win`` (``{field, 0} >> p``, the
+        compressor's ``place`` stage) replaces ``field`` and ``p``, and ``merged = acc | win``.
+
     Ports
     -----
     field : In(lane_w)
-        Left-aligned field.
+        Left-aligned field (without ``placed``).
     p : In(log2 lane_w)
-        Fill pointer (bits already in L).
+        Fill pointer (bits already in L; without ``placed``).
+    win : In(2 * lane_w)
+        The placed field (with ``placed``).
     load : In(1)
         Merge ``field`` this cycle.
     shift : In(1)
@@ -280,18 +330,24 @@ class Packer(wiring.Component):
         The top half of ``merged``.
     """
 
-    def __init__(self, lane_w: int):
+    def __init__(self, lane_w: int, placed: bool = False):
         self.lane_w = lane_w
+        self.placed = placed
+        ports = ({"win": In(2 * lane_w)} if placed
+                 else {"field": In(lane_w), "p": In(ceil_log2(lane_w))})
         super().__init__({
-            "field": In(lane_w), "p": In(ceil_log2(lane_w)), "load": In(1), "shift": In(1),
-            "clear": In(1), "word": Out(lane_w),
+            **ports, "load": In(1), "shift": In(1), "clear": In(1), "word": Out(lane_w),
         })
 
     def elaborate(self, platform):
         m = Module()
         lw = self.lane_w
         acc = Signal(2 * lw)
-        merged = _combine(m, acc, self.field, self.p, self.load, "merged")
+        if self.placed:
+            merged = Signal(2 * lw, name="merged")
+            m.d.comb += merged.eq(Mux(self.load, acc | self.win, acc))
+        else:
+            merged = _combine(m, acc, self.field, self.p, self.load, "merged")
         m.d.comb += self.word.eq(merged[lw:])
         with m.If(self.clear):
             m.d.sync += acc.eq(0)
@@ -339,6 +395,47 @@ class Unpacker(wiring.Component):
             m.d.sync += buf.eq(0)
         with m.Elif(self.take):
             m.d.sync += buf.eq((window << self.length)[:2 * lw])
+        return m
+
+
+class WindowUnpacker(wiring.Component):
+    """One lane's unpacker of the pipelined decompressor: the last lane word loaded and the
+    incoming one as a two-word window, the row's field taken from it by one shift (§5.5).
+
+    The decompressor loads a word only when the bits left over (``avail``) are fewer than the
+    row's field needs, so fewer than ``lane_w`` bits are ever left over: a row's field starts
+    at the last ``avail`` bits of the last word loaded (``held``), or at the top of the
+    incoming word when none are left.  ``field = ({held, word} >> avail)[low lane_w]``; a
+    loaded word enters ``held`` at the clock edge.  Unlike :class:`Unpacker` nothing is
+    shifted in a loop: ``held`` only loads words.
+
+    Ports
+    -----
+    word : In(lane_w)
+        The incoming word (read only when the row loads it).
+    load : In(1)
+        The row takes ``word``.
+    avail : In(ceil_log2(2 * lane_w))
+        Bits of ``held`` not yet consumed, 0..lane_w - 1.
+    field : Out(lane_w)
+        Left-aligned; the bits after the row's field are those that follow it in the stream,
+        or stale.
+    """
+
+    def __init__(self, lane_w: int):
+        self.lane_w = lane_w
+        super().__init__({
+            "word": In(lane_w), "load": In(1), "avail": In(ceil_log2(2 * lane_w)),
+            "field": Out(lane_w),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lw = self.lane_w
+        held = Signal(lw)
+        with m.If(self.load):
+            m.d.sync += held.eq(self.word)
+        m.d.comb += self.field.eq((Cat(self.word, held) >> self.avail)[:lw])
         return m
 
 
@@ -434,5 +531,5 @@ class MetaUnpacker(wiring.Component):
 
 __all__ = [
     "ExpCoder", "ExpDecoder", "WidthDetector", "FieldBuilder", "FieldParser", "Packer",
-    "Unpacker", "MetaPacker", "MetaUnpacker",
+    "Unpacker", "WindowUnpacker", "MetaPacker", "MetaUnpacker",
 ]

@@ -29,6 +29,7 @@ class GeckoLoopback(wiring.Component):
     Parameters
     ----------
     cfg : golden.gecko.codec.GeckoConfig
+        Both units are built from it, so ``pipeline`` gives each its register stages.
 
     Ports
     -----

@@ -89,6 +89,16 @@ def decompressor_members(cfg: GeckoConfig) -> dict:
             "err_cfg": Out(1)}
 
 
+def valid_bit(m, valid, take, leave) -> None:
+    """The valid register of a row stage: set when a row moves in (``take``), cleared when its
+    row moves on (``leave``) and no other comes in.  A stage takes a row when it is empty or its
+    row moves on, so under back-pressure the stages stall together and bubbles close up."""
+    with m.If(take):
+        m.d.sync += valid.eq(1)
+    with m.Elif(leave):
+        m.d.sync += valid.eq(0)
+
+
 def stream_buffer(m, name: str, source, sink, depth: int) -> None:
     """Connect the stream ``source`` to ``sink`` through a ``depth``-entry FIFO."""
     fifo = m.submodules[name] = SyncFIFOBuffered(width=len(source.payload.as_value()), depth=depth)
@@ -99,4 +109,4 @@ def stream_buffer(m, name: str, source, sink, depth: int) -> None:
 
 
 __all__ = ["ROWS_BITS", "META_LAYOUT", "CMD_LAYOUT", "row_layout", "lane_widths", "clamp_man_width",
-           "compressor_members", "decompressor_members", "stream_buffer"]
+           "compressor_members", "decompressor_members", "valid_bit", "stream_buffer"]

@@ -1,13 +1,18 @@
 """Testbench of the bit-parallel bfloat16 baseline PE (``baseline.bf16_pe``) against
-``golden.baseline``: one group per cycle, the accumulator and read-out checked after every edge.
+``golden.baseline``: groups offered one per cycle (back to back, or with idle cycles), the
+accumulator and read-out checked after every edge against the cycle model
+:func:`golden.baseline.bf16_pe_cycles`, so a group that reaches the accumulator a cycle early or
+late (``pipeline`` stages) fails.
 """
+
+import dataclasses
 
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
 from tb.common.power import PowerWindow, operands, power_test
-from golden.baseline import Acc, BaselineConfig, baseline_group
+from golden.baseline import Acc, BaselineConfig, bf16_pe_cycles
 from golden.common import BF16
 from golden.fpraker.pe import random_operands
 from hdl.common.formats import group_layout
@@ -18,12 +23,14 @@ from ..common.layouts import pack
 
 
 class Harness:
-    """Drives one group per cycle and mirrors the accumulator with the golden model."""
+    """Drives groups, one per cycle, and checks the accumulator after every edge against the
+    golden cycle model."""
 
     def __init__(self, dut, cfg: BaselineConfig):
         self.dut = dut
         self.cfg = cfg
         self.group = group_layout(BF16, cfg.lanes)
+        #: the accumulator once every group driven so far has been accumulated
         self.acc = Acc.ZERO
         #: groups whose result was checked against the golden model
         self.checked = 0
@@ -31,16 +38,45 @@ class Harness:
     def check(self, where: str):
         expect_acc(self.dut, self.acc, self.cfg, where)
 
-    async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
-        """Present one group (or an idle cycle with ``start=False``) and check the result."""
+    async def warm_up(self):
+        """``pipeline`` cycles of all-ones operands without ``valid``: every stage register
+        leaves its initial value before any check (Icarus evaluates a combinational block only
+        when one of its inputs changes), and nothing may be accumulated."""
         dut = self.dut
-        dut.grp__payload.value = pack(self.group, {"a": a, "b": b, "clear": int(clear)})
-        dut.grp__valid.value = int(start)
-        if start:
-            self.acc, _ = baseline_group(Acc.ZERO if clear else self.acc, a, b, self.cfg)
-        await FallingEdge(dut.clk)
-        self.check(f"{label} a={[hex(x) for x in a]} b={[hex(x) for x in b]}")
-        self.checked += int(start)
+        dut.grp__valid.value = 0
+        dut.grp__payload.value = (1 << self.group.size) - 1
+        for k in range(self.cfg.pipeline):
+            await FallingEdge(dut.clk)
+            self.check(f"warm-up cycle {k}: no group offered")
+
+    async def run(self, items, label=""):
+        """Drive ``items``, one per cycle: ``None`` (an idle cycle) or a group ``(a, b, clear)``
+        with an optional fourth element naming it; then ``pipeline`` idle cycles, so that every
+        group has been accumulated.  The accumulator is checked after every edge."""
+        dut = self.dut
+        cycles = list(items) + [None] * self.cfg.pipeline
+        want = bf16_pe_cycles(self.cfg, [None if it is None else it[:3] for it in cycles],
+                              self.acc)
+        last = "none yet"
+        for t, item in enumerate(cycles):
+            if item is None:
+                dut.grp__valid.value = 0
+            else:
+                a, b, clear = item[:3]
+                dut.grp__payload.value = pack(self.group, {"a": a, "b": b, "clear": int(clear)})
+                dut.grp__valid.value = 1
+                last = (f"{item[3] if len(item) > 3 else label} a={[hex(x) for x in a]} "
+                        f"b={[hex(x) for x in b]} clear={int(clear)}")
+            await FallingEdge(dut.clk)
+            expect_acc(dut, want[t], self.cfg, f"{label} pipeline {self.cfg.pipeline} cycle "
+                       f"{t} (last group offered: {last})")
+        dut.grp__valid.value = 0
+        self.acc = want[-1]
+        self.checked += sum(item is not None for item in items)
+
+    async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
+        """One group (or an idle cycle with ``start=False``), then the pipeline's idle cycles."""
+        await self.run([(list(a), list(b), clear) if start else None], label)
 
 
 async def setup(dut):
@@ -48,11 +84,13 @@ async def setup(dut):
     await start(dut)
     h = Harness(dut, cfg)
     h.check("after reset")
+    await h.warm_up()
     return h
 
 
 def _default(cfg) -> bool:
-    return cfg in (BaselineConfig(), BaselineConfig(out_round="rne"))
+    return dataclasses.replace(cfg, pipeline=0) in (BaselineConfig(),
+                                                    BaselineConfig(out_round="rne"))
 
 
 @cocotb.test()
@@ -96,8 +134,9 @@ async def directed_vectors(dut):
 
 @cocotb.test()
 async def random_regression(dut):
-    """Random groups back to back (every cycle), dot products of 1-8 groups, mixed data; the
-    unit's test size in groups (3,000 in ``make test``, 20,000 in ``make test-full``)."""
+    """Random groups back to back (every cycle, an idle cycle before 2 % of them), dot products
+    of 1-8 groups, mixed data, every cycle checked against the cycle model; the unit's test
+    size in groups (3,000 in ``make test``, 20,000 in ``make test-full``)."""
     h = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))
@@ -105,6 +144,7 @@ async def random_regression(dut):
     n = test_size()
     A, B = random_operands(nprng, n, L, "mix")
     A, B = A.tolist(), B.tolist()
+    items = []
     remaining = 0
     for g in range(n):
         clear = remaining == 0
@@ -112,8 +152,9 @@ async def random_regression(dut):
             remaining = r.randint(1, 8)
         remaining -= 1
         if r.random() < 0.02:
-            await h.cycle(start=False, label=f"idle before group {g}")
-        await h.cycle(A[g], B[g], clear=clear, label=f"group {g}")
+            items.append(None)
+        items.append((A[g], B[g], clear, f"group {g}"))
+    await h.run(items, "random_regression")
     assert h.checked == n, f"{h.checked} of {n} groups checked"
 
 
@@ -121,7 +162,8 @@ async def random_regression(dut):
 async def power_run(dut):
     """``trainfab power``: the operand groups of ``a``/``b`` (groups, lanes), one per cycle with
     no idle cycle, the accumulator cleared at the first group of every ``dot_groups``; every
-    result checked against the golden model; the measured window covers exactly those cycles."""
+    result checked against the golden model; the measured window covers exactly those cycles
+    and the ``pipeline`` cycles in which the last groups reach the accumulator."""
     h = await setup(dut)
     ops = operands()
     A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
@@ -130,7 +172,7 @@ async def power_run(dut):
         f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
         f"{h.cfg.lanes}) with groups a multiple of dot_groups"
     window = PowerWindow(dut)
-    for g in range(groups):
-        await h.cycle(A[g].tolist(), B[g].tolist(), clear=g % dot == 0, label=f"power group {g}")
+    await h.run([(A[g].tolist(), B[g].tolist(), g % dot == 0, f"power group {g}")
+                 for g in range(groups)], "power_run")
     assert h.checked == groups, f"power run: {h.checked} of {groups} groups checked"
     window.close(groups=groups, busy_cycles=groups, dot_products=groups // dot)

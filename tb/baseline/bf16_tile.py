@@ -3,8 +3,13 @@
 
 Every reduction's read-outs must equal the golden model's bit for bit; the streams must be
 joined (every A and B group of a cycle taken together) and ``busy`` high exactly in the cycles
-in which a group was taken, so a reduction of ``G`` groups has ``G`` busy cycles (the golden
-``cycles``) and, without bubbles, runs in ``G + 1`` cycles.
+:func:`golden.baseline.bf16_tile_busy` gives for the cycles in which groups were taken (at
+``pipeline = 0`` exactly those; with register stages also the ``pipeline`` cycles after each),
+so a reduction of ``G`` groups without bubbles has ``G + pipeline`` busy cycles (the golden
+``cycles``) and runs in ``G + pipeline + 1`` cycles.  ``pipeline_timing`` checks every output,
+``busy`` and ``ready`` in every cycle against the cycle model
+:func:`golden.baseline.bf16_tile_cycles`, and the cycle in which ``error`` rises, so a tile whose
+results or side-band signals arrive a cycle early or late fails.
 """
 
 import cocotb
@@ -12,7 +17,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from tb.common.power import power_test
-from golden.baseline import BaselineTileConfig, bf16_tile_run
+from golden.baseline import BaselineTileConfig, bf16_tile_busy, bf16_tile_cycles, bf16_tile_run
 from golden.common import float_to_bf16
 
 from ..common import config_from_env, effort, reset, rng, start, test_size, uint
@@ -36,22 +41,44 @@ def random_groups(cfg) -> int:
     return n
 
 
+def _streams(cfg):
+    return [f"a__{c}" for c in range(cfg.cols)] + [f"b__{r}" for r in range(cfg.rows)]
+
+
+async def warm_up(dut, cfg):
+    """``pipeline`` cycles of all-ones payloads on every stream without ``valid``: every stage
+    register leaves its initial value before any check (Icarus evaluates a combinational block
+    only when one of its inputs changes); nothing may be taken, accumulated or flagged."""
+    for name in _streams(cfg):
+        handle = getattr(dut, f"{name}__payload")
+        handle.value = (1 << len(handle)) - 1
+        getattr(dut, f"{name}__valid").value = 0
+    for k in range(cfg.pipeline):
+        await FallingEdge(dut.clk)
+        assert uint(dut.busy) == 0 and uint(dut.error) == 0, f"warm-up cycle {k}: busy or error"
+
+
 async def setup(dut):
     cfg = config_from_env(BaselineTileConfig)
     await start(dut)
+    await warm_up(dut, cfg)
     return cfg, TileDriver(dut, cfg.rows, cfg.cols, cfg.lanes)
 
 
-def expect_joined(drv: TileDriver, groups: int, where: str):
-    """Every stream took its groups in the same cycles, and ``busy`` was high in exactly those."""
+def expect_joined(drv: TileDriver, cfg, groups: int, where: str):
+    """Every stream took its groups in the same cycles, and ``busy`` was high in exactly the
+    cycles :func:`golden.baseline.bf16_tile_busy` gives for them."""
     taken = drv.a_sources[0].accepted_cycles
     assert len(taken) == groups, f"{where}: {len(taken)} of {groups} groups taken"
     for s in drv.a_sources + drv.b_sources:
         assert s.accepted_cycles == taken, \
             f"{where}: {s.name} took groups in cycles {s.accepted_cycles[:8]}…, a__0 in " \
             f"{taken[:8]}… (the streams must be joined)"
+    want = bf16_tile_busy(cfg, taken, len(drv.busy_trace))
     busy = [k for k, b in enumerate(drv.busy_trace) if b]
-    assert busy == taken, f"{where}: busy in cycles {busy[:8]}…, groups taken in {taken[:8]}…"
+    expected = [k for k, b in enumerate(want) if b]
+    assert busy == expected, f"{where}: busy in cycles {busy[:8]}…, golden {expected[:8]}… " \
+                             f"(pipeline {cfg.pipeline}; groups taken in {taken[:8]}…)"
 
 
 async def reduction(drv, cfg, A, B, where: str, r=None, gaps: bool = False, clear=None):
@@ -65,12 +92,14 @@ async def reduction(drv, cfg, A, B, where: str, r=None, gaps: bool = False, clea
               "gap_b": [r.choice((0.0, 0.1, 0.3, 0.6)) for _ in range(cfg.rows)], "rnd": r}
     got = await drv.run(A, B, clear=clear, **kw)
     expect(got.out, want.out, where, A, B)
-    assert got.busy_cycles == want.cycles == G, \
-        f"{where}: {got.busy_cycles} busy cycles, golden {want.cycles}"
+    assert want.cycles == G + cfg.pipeline
     if not gaps:
-        assert got.cycles == G + 1, f"{where}: {got.cycles} cycles for {G} groups, expected " \
-            f"{G + 1} (one per group and the cycle in which busy is seen low)"
-    expect_joined(drv, G, where)
+        assert got.busy_cycles == want.cycles, \
+            f"{where}: {got.busy_cycles} busy cycles, golden {want.cycles}"
+        assert got.cycles == want.cycles + 1, f"{where}: {got.cycles} cycles for {G} groups, " \
+            f"expected {want.cycles + 1} (one per group, the pipeline's {cfg.pipeline} and the " \
+            "cycle in which busy is seen low)"
+    expect_joined(drv, cfg, G, where)
     assert uint(drv.dut.error) == 0, f"{where}: error set without an exponent-255 operand"
     return want
 
@@ -145,7 +174,7 @@ async def clear_and_reset(dut):
         got = await drv.run(A, B, clear=clear, **kw)
         want = bf16_tile_run(A[:, 6:], B[:, 6:], cfg)
         expect(got.out, want.out, f"second of two back-to-back reductions{tag}")
-        assert got.busy_cycles == 14
+        expect_joined(drv, cfg, 14, f"two back-to-back reductions{tag}")
         # continue without clear: the accumulators carry on from the previous reduction
         A2, B2 = operands(nprng, cfg, 5)
         got = await drv.run(A2, B2, clear=False, **kw)
@@ -181,6 +210,77 @@ async def clear_and_reset(dut):
     A, B = operands(nprng, cfg, 4)
     got = await drv.run(A, B, clear=False)
     expect(got.out, bf16_tile_run(A, B, cfg).out, "reduction without clear after reset")
+
+
+@cocotb.test()
+async def pipeline_timing(dut):
+    """Groups taken in random cycles (every stream valid, or every stream idle), ``clear`` on
+    random columns: every read-out after every edge, ``busy`` and every ``ready`` in every cycle
+    against :func:`golden.baseline.bf16_tile_cycles`; then an exponent-255 operand: ``error``
+    must rise exactly ``pipeline`` cycles after its group was taken (with the group's
+    results), and stay up."""
+    cfg, drv = await setup(dut)
+    r = rng("pipeline_timing")
+    nprng = np.random.default_rng(r.randrange(1 << 30))
+    C = cfg.cols
+    n = max(24, random_groups(cfg) // 10)
+    A, B = operands(nprng, cfg, n)
+    items = []
+    for g in range(n):
+        while r.random() < 0.25:
+            items.append(None)
+        clear = np.array([g == 0 or r.random() < 0.2 for _ in range(C)])
+        items.append((A[:, g], B[:, g], clear))
+    items += [None] * cfg.pipeline
+    want = bf16_tile_cycles(cfg, items)
+    streams = _streams(cfg)
+    for t, item in enumerate(items):
+        if item is None:
+            for name in streams:
+                getattr(dut, f"{name}__valid").value = 0
+        else:
+            a, b, clear = item
+            for c in range(C):
+                getattr(dut, f"a__{c}__payload").value = pack(
+                    drv.a_layout, {"a": a[c].tolist(), "clear": int(clear[c])})
+            for row in range(cfg.rows):
+                getattr(dut, f"b__{row}__payload").value = pack(drv.b_layout,
+                                                                {"b": b[row].tolist()})
+            for name in streams:
+                getattr(dut, f"{name}__valid").value = 1
+        await ReadOnly()
+        where = f"pipeline {cfg.pipeline} cycle {t}"
+        assert uint(dut.busy) == int(want[t].busy), \
+            f"{where}: busy {uint(dut.busy)}, golden {int(want[t].busy)}"
+        for name in streams:
+            assert uint(getattr(dut, f"{name}__ready")) == int(item is not None), \
+                f"{where}: {name}__ready {uint(getattr(dut, f'{name}__ready'))} with every " \
+                f"stream {'valid' if item is not None else 'idle'}"
+        await FallingEdge(dut.clk)
+        taken = "a group" if item is not None else "no group"
+        expect(drv.read_out(), want[t].out, f"{where} ({taken} taken)")
+        assert uint(dut.error) == 0, f"{where}: error without an exponent-255 operand"
+
+    # one group with an exponent-255 operand: error rises with the group's results
+    bad = {"a": [0x3F80] * cfg.lanes, "clear": 1}
+    bad["a"][r.randrange(cfg.lanes)] = 0x7F80
+    c = r.randrange(C)
+    for name in streams:
+        getattr(dut, f"{name}__valid").value = 1
+    getattr(dut, f"a__{c}__payload").value = pack(drv.a_layout, bad)
+    await FallingEdge(dut.clk)
+    for name in streams:
+        getattr(dut, f"{name}__valid").value = 0
+    for k in range(cfg.pipeline):
+        assert uint(dut.error) == 0, \
+            f"error {k + 1} cycles after the bad group was taken, expected {cfg.pipeline + 1}"
+        await FallingEdge(dut.clk)
+    for k in range(3):
+        assert uint(dut.error) == 1, f"error not high (sticky) {cfg.pipeline + 1 + k} cycles " \
+                                     "after the bad group was taken"
+        await FallingEdge(dut.clk)
+    await reset(dut)
+    assert uint(dut.error) == 0 and uint(dut.busy) == 0
 
 
 @cocotb.test()

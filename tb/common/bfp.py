@@ -2,10 +2,12 @@
 FAST's converter (:mod:`tb.fast.converter`) and Equinox's quantizer (:mod:`tb.equinox.quantizer`).
 
 * :func:`setup` — start a test: configuration, clock, reset, random generators;
-* :class:`Banks` — the golden LFSR bank of one reset-to-reset run;
+* :class:`Golden` — the golden LFSR bank and cycle model of one reset-to-reset run;
 * :func:`stream_blocks` — blocks through the unit's ``i``/``o`` streams under idle gaps and
   back-pressure: every output against the golden one, the lanes' LFSR states after every block
-  that draws from them, and the sticky ``error`` in every cycle;
+  that draws from them, and in every cycle ``i.ready``, ``o.valid`` and the sticky ``error``
+  against the unit's cycle model (so a block or an error that comes a cycle early or late, at
+  any ``pipeline`` depth, fails);
 * :func:`random_block` — one block of FP32 values of a random kind;
 * :func:`expect_one_per_cycle` and :func:`sticky_error` — the bodies of the throughput and
   error tests.
@@ -31,15 +33,18 @@ async def setup(dut, cls, name: str):
     return cfg, r, gen
 
 
-class Banks:
-    """The golden LFSR bank of one reset-to-reset run, twice: ``outputs`` draws the expected
-    outputs' noise (in the golden model's order), ``states`` follows the DUT's lane states
-    (``lfsr0 ..``) cycle by cycle."""
+class Golden:
+    """The golden models of one reset-to-reset run: the LFSR bank twice — ``outputs`` draws the
+    expected outputs' noise (in the golden model's order), ``states`` follows the DUT's lane
+    states (``lfsr0 ..``) cycle by cycle — and ``sim``, the unit's cycle model after reset
+    (:class:`golden.fast.numerics.ConverterSim`, :class:`golden.equinox.QuantizerSim`: a
+    ``step(block, ready)`` per cycle returning ``ready``, ``taken``, ``out``, ``error``)."""
 
-    def __init__(self, lanes: int, bits: int):
+    def __init__(self, lanes: int, bits: int, sim):
         self.lanes = lanes
         self.outputs = LaneRNG(lanes=lanes, bits=bits)
         self.states = LaneRNG(lanes=lanes, bits=bits)
+        self.sim = sim
 
 
 def pad(values, lanes: int) -> np.ndarray:
@@ -50,45 +55,55 @@ def pad(values, lanes: int) -> np.ndarray:
     return x
 
 
-async def stream_blocks(dut, layouts, items, want, r, banks: Banks, draws, gap=0.0,
+async def stream_blocks(dut, layouts, items, want, r, golden: Golden, draws, gap=0.0,
                         p_ready=1.0, what: str = "block"):
     """Stream the input payloads ``items`` through the unit (sources idle with probability
     ``gap``, the sink is ready with probability ``p_ready``) and check it.
 
     ``layouts`` is ``(input_layout, output_layout)``; ``want`` holds the golden output payloads,
     ``None`` for a block with an Inf or NaN (its output is unspecified).  In every cycle
-    ``error`` must read its value at the start of the stream until such a block is taken and 1
-    from the next cycle on (sticky).  ``draws(item)``: the block steps the LFSRs; in the cycle
-    after it is taken the lane states equal ``banks.states`` after its next draw.  Returns the
-    unpacked outputs, the source and the sink.
+    ``i.ready``, ``o.valid`` (with the index of the block it shows) and the sticky ``error``
+    must read what ``golden.sim`` gives for the block offered (its ``x``) and the sink's
+    ``ready`` in that cycle.  ``draws(item)``: the block steps the LFSRs; in the cycle after it
+    is taken the lane states equal ``golden.states`` after its next draw.  Returns the unpacked
+    outputs, the source and the sink.
     """
     lay_in, lay_out = layouts
     src = Source(dut, "i", [(it, {}) for it in items], r, gap, layout=lay_in)
     out = Sink(dut, "o", r, p_ready)
     accepted = 0
     pending = False            # an LFSR step happened at the last edge
-    error = uint(dut.error)
+    first = golden.sim.taken   # the cycle model's index of this stream's first block
 
     def check(cycle):
-        nonlocal accepted, pending, error
+        nonlocal accepted, pending
         if pending:
-            want_state = banks.states.state.tolist()
-            got = [uint(getattr(dut, f"lfsr{j}")) for j in range(banks.lanes)]
+            want_state = golden.states.state.tolist()
+            got = [uint(getattr(dut, f"lfsr{j}")) for j in range(golden.lanes)]
             assert got == want_state, f"LFSR states {got} differ from LaneRNG {want_state}"
             pending = False
-        assert uint(dut.error) == error, \
-            f"cycle {cycle}: error reads {uint(dut.error)}, expected {error}"
+        ready = uint(dut.o__ready)
+        model = golden.sim.step(items[accepted]["x"] if uint(dut.i__valid) else None, ready)
+        seen = {"i.ready": uint(dut.i__ready), "o.valid": uint(dut.o__valid),
+                "error": uint(dut.error)}
+        expect = {"i.ready": int(model.ready), "o.valid": int(model.out is not None),
+                  "error": int(model.error)}
+        assert seen == expect, f"cycle {cycle}: {seen}, the cycle model gives {expect}"
+        if model.out is not None and ready:
+            assert model.out - first == len(out.got) - 1, \
+                f"cycle {cycle}: {what} {len(out.got) - 1} out, the cycle model shows " \
+                f"{model.out - first}"
         if len(src.accepted_cycles) > accepted:          # an item was taken this cycle
             it = items[accepted]
-            error |= want[accepted] is None
             accepted += 1
             if draws(it):
-                banks.states.draw()
+                golden.states.draw()
                 pending = True
 
     limit = 20 + int(3 * len(items) / min(1 - gap, p_ready))
     await run(dut, [src], [out], lambda: len(out.got) >= len(want) and not pending, limit,
               check=check)
+    assert golden.sim.idle, f"the cycle model still holds {what}s in flight"
     await quiet(dut, [out])
     got = [unpack(lay_out, v) for v in out.got]
     assert len(got) == len(want), f"{len(got)} {what}s out, expected {len(want)}"
@@ -124,7 +139,7 @@ def random_block(gen: np.random.Generator, lanes: int, spread: int, grid: bool =
 
 def expect_one_per_cycle(src, out, n: int, latency: int) -> None:
     """The ``n`` items were taken in consecutive cycles and each left ``latency`` cycles
-    later."""
+    later (the configuration's ``latency``: its stages plus ``pipeline``)."""
     acc = src.accepted_cycles
     assert acc == list(range(acc[0], acc[0] + n)), f"input not every cycle: {acc}"
     assert out.cycles == [c + latency for c in acc], f"outputs {out.cycles}, accepted {acc}"
@@ -132,9 +147,10 @@ def expect_one_per_cycle(src, out, n: int, latency: int) -> None:
 
 async def sticky_error(dut, bad_items, good_items, stream) -> None:
     """For every item of ``bad_items`` (blocks with an Inf or NaN), from reset: ``error`` reads
-    0, then ``await stream([bad, *good_items])`` (a :func:`stream_blocks` run with fresh banks)
-    sees it set from the cycle after the bad block is taken and kept while the good blocks
-    still convert; finally reset clears it."""
+    0, then ``await stream([bad, *good_items])`` (a :func:`stream_blocks` run with a fresh
+    :class:`Golden`) sees it set in the cycle the cycle model gives (``pipeline`` advances after
+    the cycle after the bad block is taken) and kept while the good blocks still convert;
+    finally reset clears it."""
     for bad in bad_items:
         await reset(dut)
         assert uint(dut.error) == 0, "error set after reset"
@@ -144,5 +160,5 @@ async def sticky_error(dut, bad_items, good_items, stream) -> None:
     assert uint(dut.error) == 0, "reset does not clear error"
 
 
-__all__ = ["setup", "Banks", "pad", "stream_blocks", "random_block", "expect_one_per_cycle",
+__all__ = ["setup", "Golden", "pad", "stream_blocks", "random_block", "expect_one_per_cycle",
            "sticky_error"]

@@ -4,18 +4,20 @@
 Blocks stream through the valid/ready ports under random gaps and back-pressure; every output
 block (shared exponent and mantissas) is compared with the golden model, which also draws the
 lanes' LFSR noise in the same order; the LFSR states are compared with ``LaneRNG`` after every
-block that stepped them, and the sticky ``error`` in every cycle (:mod:`tb.common.bfp`).
+block that stepped them, and ``i.ready``, ``o.valid`` and the sticky ``error`` in every cycle
+with the cycle model ``golden.equinox.QuantizerSim``, so every ``pipeline`` depth is checked
+to the cycle (:mod:`tb.common.bfp`).
 """
 
 import cocotb
 import numpy as np
 
-from golden.equinox import QuantizerConfig, quantize_stream
+from golden.equinox import QuantizerConfig, QuantizerSim, quantize_stream
 from golden.equinox.hbfp import f32_to_bf16
 from hdl.equinox.quantizer import input_layout, output_layout
 
 from ..common import test_size
-from ..common.bfp import Banks, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
+from ..common.bfp import Golden, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
     stream_blocks
 from ..common.streams import cross
 
@@ -51,19 +53,21 @@ def draws(cfg, it) -> bool:
     return cfg.rounding == "stoch" and not it["rand_en"]
 
 
-async def quantize(dut, cfg, items, r, bank: Banks, gap=0.0, p_ready=1.0):
-    """Stream ``items``; compare every output with the golden model and, in the cycle after each
-    accepted block that draws from the LFSRs, the lane states with the golden bank's
+async def quantize(dut, cfg, items, r, gold: Golden, gap=0.0, p_ready=1.0):
+    """Stream ``items``; compare every output with the golden model, the handshakes and
+    ``error`` in every cycle with the cycle model and, in the cycle after each accepted block
+    that draws from the LFSRs, the lane states with the golden bank's
     (:func:`tb.common.bfp.stream_blocks`)."""
     want = quantize_stream(cfg, [it["x"] for it in items], [injected(cfg, it) for it in items],
-                           bank.outputs)
+                           gold.outputs)
     want = [None if w is None else {"exp": w[0], "man": list(w[1])} for w in want]
     return await stream_blocks(dut, (input_layout(cfg), output_layout(cfg)), items, want, r,
-                               bank, lambda it: draws(cfg, it), gap, p_ready)
+                               gold, lambda it: draws(cfg, it), gap, p_ready)
 
 
-def banks(cfg) -> Banks:
-    return Banks(cfg.w, cfg.rbits)
+def golden(cfg) -> Golden:
+    """The golden models of a run from reset."""
+    return Golden(cfg.w, cfg.rbits, QuantizerSim(cfg))
 
 
 @cocotb.test()
@@ -75,7 +79,7 @@ async def spec_vectors(dut):
     sr = [(0, 1 << (cfg.rbits - 1)), (0, (1 << (cfg.rbits - 1)) - 1)]
     items += [item(cfg, to_bits(cfg, TVS[-1]), list(R) + [0] * (cfg.w - 2))
               for R in sr] if cfg.rounding == "stoch" and cfg.w >= 2 else []
-    got, _, _ = await quantize(dut, cfg, items, r, banks(cfg))
+    got, _, _ = await quantize(dut, cfg, items, r, golden(cfg))
     if cfg.m == 8 and cfg.w >= 4 and cfg.in_fmt == "fp32":
         printed = {"floor": [64, 32, -16, 8], "rne": [64, 32, -16, 8], "rtz": [64, 32, -16, 8]}
         if cfg.rounding in printed:
@@ -109,25 +113,26 @@ async def random_blocks_under_backpressure(dut):
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
     cfg, r, gen = await setup(dut, QuantizerConfig, "random_blocks_under_backpressure")
-    bank = banks(cfg)
+    gold = golden(cfg)
     for part, gap, p_ready in cross(random_blocks(cfg, gen, test_size())):
-        await quantize(dut, cfg, part, r, bank, gap, p_ready)
+        await quantize(dut, cfg, part, r, gold, gap, p_ready)
 
 
 @cocotb.test()
 async def one_block_per_cycle(dut):
     """With input always offered and output always ready, a block is accepted and one leaves
-    every cycle, two cycles after its acceptance."""
+    every cycle, ``2 + pipeline`` cycles after its acceptance."""
     cfg, r, gen = await setup(dut, QuantizerConfig, "one_block_per_cycle")
     items = random_blocks(cfg, gen, 40)
-    _, src, out = await quantize(dut, cfg, items, r, banks(cfg))
-    expect_one_per_cycle(src, out, len(items), 2)
+    _, src, out = await quantize(dut, cfg, items, r, golden(cfg))
+    expect_one_per_cycle(src, out, len(items), cfg.latency)
 
 
 @cocotb.test()
 async def sticky_error_on_inf_and_nan(dut):
-    """An Inf or NaN value sets ``error`` in the cycle after its block is taken, which stays set
-    (and later blocks still convert, the LFSRs in step with the golden bank) until reset."""
+    """An Inf or NaN value sets ``error`` ``pipeline`` advances after the cycle after its block
+    is taken (the cycle model's cycle), which stays set (and later blocks still convert, the
+    LFSRs in step with the golden bank) until reset."""
     cfg, r, _ = await setup(dut, QuantizerConfig, "sticky_error_on_inf_and_nan")
     f = cfg.in_format
     bad = []
@@ -137,4 +142,4 @@ async def sticky_error_on_inf_and_nan(dut):
         bits[-1] = v
         bad.append(item(cfg, bits))
     await sticky_error(dut, bad, [item(cfg, to_bits(cfg, TVS[0]))],
-                       lambda items: quantize(dut, cfg, items, r, banks(cfg)))
+                       lambda items: quantize(dut, cfg, items, r, golden(cfg)))

@@ -4,7 +4,8 @@
 Each GEMM is planned on the golden model (:func:`golden.fast.array.array_gemm`: stationary
 loads, input vectors with random bubbles, tiles, the external accumulator); the same inputs are
 then driven into the array cycle by cycle, and ``i.ready``, ``out_valid``, ``error`` and — when
-valid — the output vector must equal the model's in every cycle.  The model's result must equal
+valid — the output vector must equal the model's in every cycle, so an output vector a cycle
+early or late (the cells' ``pipeline`` stages, the deskew) fails.  The model's result must equal
 ``bfp_gemm`` bit for bit (T20; ``gemm_quantized`` on random BFP groups when the configuration's
 groups are not FAST's 16 elements).
 """

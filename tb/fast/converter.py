@@ -4,18 +4,20 @@
 Groups stream through the valid/ready ports under random gaps and back-pressure; every output
 group (shared exponent, signs, magnitudes, chunk exponents, improvement sums) is compared with
 the golden model, which also draws the built-in LFSRs' noise in the same order.  The LFSR
-states themselves are compared with ``LaneRNG`` after every gradient conversion, and the sticky
-``error`` in every cycle (:mod:`tb.common.bfp`).
+states themselves are compared with ``LaneRNG`` after every gradient conversion, and
+``i.ready``, ``o.valid`` and the sticky ``error`` in every cycle with the cycle model
+``golden.fast.numerics.ConverterSim``, so every ``pipeline`` depth is checked to the cycle
+(:mod:`tb.common.bfp`).
 """
 
 import cocotb
 import numpy as np
 
-from golden.fast.numerics import SR_BITS, ConverterConfig, convert_groups
+from golden.fast.numerics import SR_BITS, ConverterConfig, ConverterSim, convert_groups
 from hdl.fast import input_layout, output_layout
 
 from ..common import test_size
-from ..common.bfp import Banks, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
+from ..common.bfp import Golden, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
     stream_blocks
 from ..common.streams import cross
 
@@ -32,11 +34,12 @@ def item(cfg, x, is_grad=0, rand=None, exp_floor=0) -> dict:
             "exp_floor": int(exp_floor)}
 
 
-def banks(cfg) -> Banks:
-    return Banks(cfg.group, SR_BITS)
+def golden(cfg) -> Golden:
+    """The golden models of a run from reset."""
+    return Golden(cfg.group, SR_BITS, ConverterSim(cfg))
 
 
-def expected(cfg, items, bank: Banks) -> list:
+def expected(cfg, items, gold: Golden) -> list:
     """Golden outputs of a list of input payloads (``None`` for a group with Inf or NaN, which
     converts as zeros: it still draws from the LFSRs)."""
     x = np.array([it["x"] for it in items], dtype=np.uint32).reshape(-1, cfg.group)
@@ -44,19 +47,20 @@ def expected(cfg, items, bank: Banks) -> list:
     x = np.where(bad[:, None], np.uint32(0), x).view(np.float32)
     outs = convert_groups(cfg, x, [it["is_grad"] for it in items],
                           [it["rand"] if it["rand_en"] else None for it in items],
-                          [it["exp_floor"] for it in items], bank.outputs)
+                          [it["exp_floor"] for it in items], gold.outputs)
     return [None if b else
             {"es": o.Es, "sign": sum(s << j for j, s in enumerate(o.signs)), "q": list(o.q),
              "chunk_exp": list(o.chunk_exp), "num": o.num, "den": o.den}
             for b, o in zip(bad, outs)]
 
 
-async def convert(dut, cfg, items, r, bank: Banks, gap=0.0, p_ready=1.0):
-    """Stream ``items`` through the converter; compare every output with the golden model and,
-    in the cycle after each accepted gradient group without injected noise, the LFSR states
-    with LaneRNG's (:func:`tb.common.bfp.stream_blocks`)."""
+async def convert(dut, cfg, items, r, gold: Golden, gap=0.0, p_ready=1.0):
+    """Stream ``items`` through the converter; compare every output with the golden model, the
+    handshakes and ``error`` in every cycle with the cycle model and, in the cycle after each
+    accepted gradient group without injected noise, the LFSR states with LaneRNG's
+    (:func:`tb.common.bfp.stream_blocks`)."""
     return await stream_blocks(dut, (input_layout(cfg), output_layout(cfg)), items,
-                               expected(cfg, items, bank), r, bank,
+                               expected(cfg, items, gold), r, gold,
                                lambda it: it["is_grad"] and not it["rand_en"], gap, p_ready,
                                what="group")
 
@@ -69,7 +73,7 @@ async def spec_vectors(dut):
     items = [item(cfg, pad(T1, cfg.group))]
     items += [item(cfg, pad(T7, cfg.group), 1, [R] * cfg.group) for R in (0, 191, 192, 255)]
     items += [item(cfg, pad([1.0, 0.5], cfg.group), 0, None, 130), item(cfg, pad([], cfg.group))]
-    got, _, _ = await convert(dut, cfg, items, r, banks(cfg))
+    got, _, _ = await convert(dut, cfg, items, r, golden(cfg))
     if (cfg.group, cfg.m) == (16, 4):
         assert got[0]["es"] == 128 and got[0]["q"] == [12, 4, 6, 3, 2, 1, 0, 0, 10, 11, 7, 0, 0,
                                                        15, 0, 0]
@@ -100,9 +104,9 @@ async def random_groups(dut):
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
     cfg, r, gen = await setup(dut, ConverterConfig, "random_groups")
-    bank = banks(cfg)
+    gold = golden(cfg)
     for part, gap, p_ready in cross(random_items(cfg, gen, test_size())):
-        await convert(dut, cfg, part, r, bank, gap, p_ready)
+        await convert(dut, cfg, part, r, gold, gap, p_ready)
 
 
 @cocotb.test()
@@ -112,24 +116,29 @@ async def lfsr_draws_over_a_thousand_conversions(dut):
     cfg, r, gen = await setup(dut, ConverterConfig, "lfsr_draws_over_a_thousand_conversions")
     items = [item(cfg, gen.standard_normal(cfg.group).astype(np.float32), 1)
              for _ in range(1000)]
-    await convert(dut, cfg, items, r, banks(cfg), gap=0.2)
+    await convert(dut, cfg, items, r, golden(cfg), gap=0.2)
 
 
 @cocotb.test()
 async def one_group_per_cycle(dut):
     """With input always offered and output always ready, a group is accepted and one leaves
-    every cycle, three cycles after its acceptance."""
+    every cycle, ``3 + pipeline`` cycles after its acceptance."""
     cfg, r, gen = await setup(dut, ConverterConfig, "one_group_per_cycle")
     items = random_items(cfg, gen, 40)
-    _, src, out = await convert(dut, cfg, items, r, banks(cfg))
-    expect_one_per_cycle(src, out, len(items), 3)
+    _, src, out = await convert(dut, cfg, items, r, golden(cfg))
+    expect_one_per_cycle(src, out, len(items), cfg.latency)
 
 
 @cocotb.test()
 async def sticky_error_on_inf_and_nan(dut):
-    """An Inf or NaN value sets ``error`` in the cycle after its group is taken, which stays
-    set (and later groups still convert) until reset."""
+    """An Inf or NaN value sets ``error`` ``pipeline`` advances after the cycle after its group
+    is taken (the cycle model's cycle), which stays set (and later groups still convert) until
+    reset."""
     cfg, r, _ = await setup(dut, ConverterConfig, "sticky_error_on_inf_and_nan")
-    bad = [item(cfg, pad([1.0, v], cfg.group)) for v in (np.inf, -np.inf, np.nan)]
+    bad = []
+    for v in (np.inf, -np.inf, np.nan):
+        x = pad([1.0], cfg.group)
+        x[-1] = v                        # the last lane (the only one of a group of 1)
+        bad.append(item(cfg, x))
     await sticky_error(dut, bad, [item(cfg, pad(T1, cfg.group))],
-                       lambda items: convert(dut, cfg, items, r, banks(cfg)))
+                       lambda items: convert(dut, cfg, items, r, golden(cfg)))

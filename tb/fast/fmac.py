@@ -1,18 +1,22 @@
-"""Testbench of FAST's fMAC (``fast.fmac``) against ``golden.fast.numerics.fmac_run``.
+"""Testbench of FAST's fMAC (``fast.fmac``) against the cycle model
+``golden.fast.numerics.FMACSim`` and ``golden.fast.numerics.fmac_run``.
 
-Group pairs stream in as fast as the fMAC takes them; the next pair must be accepted exactly in
-the cycle the golden model says the current one ends (``rounds(mx, my)`` cycles, T16), and the
-FP32 accumulator must equal the golden accumulator after every pair.  Dot products chain pairs
-without ``clear``.
+Group pairs stream in as fast as the fMAC takes them (and, in the random test, with random idle
+cycles).  Every cycle, ``grp.ready``, ``busy``, ``last``, ``error`` and the FP32 accumulator must
+equal the cycle model's: the next pair is accepted exactly in the cycle the model says the
+current one ends (``rounds(mx, my)`` cycles, T16), and every round reaches the accumulator
+exactly ``pipeline`` cycles after it ran, so a result a cycle early or late fails.  The model's
+accumulator must hold :func:`fmac_run`'s result of each pair in the cycle ``pipeline + 1``
+after the pair's last round.  Dot products chain pairs without ``clear``.
 """
 
 import functools
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.fast.numerics import FMAC_WIDTHS, FMACConfig, fmac_run, rounds
+from golden.fast.numerics import FMAC_WIDTHS, FMACConfig, FMACSim, fmac_cycles, rounds
 from hdl.fast import pair_layout
 
 from ..common import config_from_env, rng, start, test_size, uint
@@ -36,38 +40,53 @@ def payload(cfg, x, mx, y, my, clear) -> int:
                                "my": my // 2 - 1, "clear": int(clear)})
 
 
-async def stream(dut, cfg, pairs, where: str):
-    """Feed ``pairs`` back to back; check acceptance timing and every accumulator."""
-    accs, cycles = fmac_run(cfg, pairs)
-    pending = None
-    for k, (x, mx, y, my, clear) in enumerate(pairs):
-        dut.grp__payload.value = payload(cfg, x, mx, y, my, clear)
-        dut.grp__valid.value = 1
+def _bits(acc) -> int:
+    return int(np.float32(acc).view(np.uint32))
+
+
+async def stream(dut, cfg, sim, pairs, where: str, r=None, gap: float = 0.0):
+    """Feed ``pairs`` as fast as the fMAC takes them (with an idle cycle before a pair with
+    probability ``gap``), then idle until the last result is in the accumulator; check every
+    cycle's outputs against ``sim`` (:class:`FMACSim`, continued from the state earlier runs
+    left) and the accumulator after each pair against :func:`fmac_run`.  Returns
+    ``fmac_run``'s accumulators and cycles per pair."""
+    items = []
+    for pair in pairs:
+        while r is not None and r.random() < gap:
+            items.append(None)
+        items.append(pair)
+    run = fmac_cycles(cfg, items, sim)
+    cycles = [rounds(p[1], p[3]) for p in pairs]
+    for k, t in enumerate(run.accepted):
+        done = t + cycles[k] + cfg.pipeline + 1
+        assert run.outputs[done].acc == _bits(run.accs[k]), \
+            f"{where}: the cycle model's pair {k} differs from fmac_run"
+    if not gap:
+        assert list(np.diff(run.accepted)) == cycles[:-1], \
+            f"{where}: pairs accepted at {run.accepted}, rounds {cycles}"
+    await replay(dut, cfg, run, where)
+    return run.accs, cycles
+
+
+async def replay(dut, cfg, run, where: str) -> None:
+    """Drive the inputs of a :func:`fmac_cycles` run and compare every cycle's outputs with
+    the model's."""
+    for t, (item, want) in enumerate(zip(run.inputs, run.outputs)):
+        if item is None:
+            dut.grp__valid.value = 0
+        else:
+            dut.grp__payload.value = payload(cfg, *item)
+            dut.grp__valid.value = 1
         await ReadOnly()
-        assert uint(dut.grp__ready) == 1, f"{where}: pair {k} not accepted when golden says"
-        if k:
-            assert uint(dut.busy) == 1 and uint(dut.last) == 1, \
-                f"{where}: pair {k - 1} did not end after {cycles[k - 1]} cycles"
+        got = (uint(dut.grp__ready), uint(dut.busy), uint(dut.last), uint(dut.error))
+        exp = (int(want.ready), int(want.busy), int(want.last), int(want.error))
+        assert got == exp, (f"{where}: cycle {t}: ready/busy/last/error {got}, model {exp} "
+                            f"(pipeline {cfg.pipeline})")
+        acc = uint(dut.acc)
+        assert acc == want.acc, (f"{where}: cycle {t}: acc {acc:#010x}, model {want.acc:#010x} "
+                                 f"(pipeline {cfg.pipeline}; pairs accepted at {run.accepted})")
         await FallingEdge(dut.clk)
-        if pending is not None:
-            j, want = pending
-            got = uint(dut.acc)
-            assert got == int(want.view(np.uint32)), (
-                f"{where}: pair {j}: acc {got:#010x}, golden {int(want.view(np.uint32)):#010x} "
-                f"({pairs[j]})")
-        dut.grp__valid.value = 0
-        if cycles[k] > 1:
-            await ClockCycles(dut.clk, cycles[k] - 1, rising=False)
-        pending = (k, accs[k])
-    await ReadOnly()
-    assert uint(dut.busy) == 1 and uint(dut.last) == 1, f"{where}: last pair did not end"
-    await FallingEdge(dut.clk)
-    j, want = pending
-    assert uint(dut.acc) == int(want.view(np.uint32)), f"{where}: pair {j}"
-    await ReadOnly()
-    assert uint(dut.busy) == 0
-    await FallingEdge(dut.clk)
-    return accs, cycles
+    dut.grp__valid.value = 0
 
 
 def _group(cfg, Es, q, signs=None):
@@ -101,6 +120,7 @@ async def spec_vectors(dut):
     (every width pair takes (mx/2)(my/2) cycles)."""
     cfg = config_from_env(FMACConfig)
     await start(dut)
+    sim = FMACSim(cfg)
     ones = [0] * cfg.group
     pairs = [(_group(cfg, 127, [3] * cfg.group), 2, _group(cfg, 127, [3] * cfg.group), 2, 1)]
     if cfg.m_max >= 4:
@@ -111,7 +131,7 @@ async def spec_vectors(dut):
         (_group(cfg, 60, [1]), 2, _group(cfg, 60, [1]), 2, 1),                   # FTZ
         (_group(cfg, 254, [3] * cfg.group), 2, _group(cfg, 254, [3] * cfg.group), 2, 1),  # Inf
     ]
-    accs, cycles = await stream(dut, cfg, pairs, "spec vectors")
+    accs, cycles = await stream(dut, cfg, sim, pairs, "spec vectors")
     if cfg.group == 16:
         assert accs[0].view(np.uint32) == 0x42100000 and cycles[0] == 1
         if cfg.m_max >= 4:
@@ -120,7 +140,7 @@ async def spec_vectors(dut):
     for mx in widths(cfg):
         for my in widths(cfg):
             pair = random_pair(cfg, np.random.default_rng(mx * 10 + my), mx, my, 1)
-            _, c = await stream(dut, cfg, [pair], f"T16 ({mx}, {my})")
+            _, c = await stream(dut, cfg, sim, [pair], f"T16 ({mx}, {my})")
             assert c == [rounds(mx, my)]
 
 
@@ -128,7 +148,7 @@ async def spec_vectors(dut):
 async def random_dot_products(dut):
     """The unit's test size in random group pairs *per (mx, my) combination* the configuration
     allows (60 in ``make test``, 10,000 at full effort), in random order, chained into dot
-    products of 1-6 pairs."""
+    products of 1-6 pairs; the first half back to back, the second with random idle cycles."""
     cfg = config_from_env(FMACConfig)
     await start(dut)
     r = rng("random_dot_products")
@@ -148,23 +168,28 @@ async def random_dot_products(dut):
     for p in pairs:
         counts[(p[1], p[3])] = counts.get((p[1], p[3]), 0) + 1
     assert counts == {c: test_size() for c in set(combos)}, counts
-    await stream(dut, cfg, pairs, "random")
+    # the second half starts a dot product (fmac_run starts each run from +0)
+    half = next(k for k in range(len(pairs) // 2, len(pairs) + 1) if k == len(pairs)
+                or pairs[k][4])
+    sim = FMACSim(cfg)
+    await stream(dut, cfg, sim, pairs[:half], "random, back to back")
+    if half < len(pairs):
+        await stream(dut, cfg, sim, pairs[half:], "random, idle cycles", r, gap=0.2)
 
 
 @cocotb.test()
 async def width_above_m_max_sets_error(dut):
-    """A pair asking for more bits than the operand registers hold sets the sticky error."""
+    """A pair asking for more bits than the operand registers hold sets the sticky error at the
+    edge that takes it, and runs at ``m_max``, cycle by cycle with the model."""
     cfg = config_from_env(FMACConfig)
     await start(dut)
     assert uint(dut.error) == 0
     if cfg.m_max == 8:
         return
-    g = _group(cfg, 127, [1])
-    dut.grp__payload.value = pack(_layout(cfg), {"x": {"es": 127, "q": g[2]}, "mx": 3,
-                                                  "y": {"es": 127, "q": g[2]}, "my": 0,
-                                                  "clear": 1})
-    dut.grp__valid.value = 1
-    await FallingEdge(dut.clk)
-    dut.grp__valid.value = 0
-    await ReadOnly()
+    ok = (_group(cfg, 127, [1]), 2, _group(cfg, 127, [3]), 2, 1)
+    wide = (_group(cfg, 127, [1, (1 << cfg.m_max) - 1]), 8, _group(cfg, 130, [3, 2]), 2, 0)
+    run = fmac_cycles(cfg, [ok, wide, ok])
+    assert [o.error for o in run.outputs[:run.accepted[1] + 2]] == \
+        [False] * (run.accepted[1] + 1) + [True]
+    await replay(dut, cfg, run, "width above m_max")
     assert uint(dut.error) == 1

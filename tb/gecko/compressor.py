@@ -5,21 +5,26 @@ belongs to; tensors follow each other back to back (the control inputs travel wi
 Covers the spec vectors (§8.13), random tensors over every man_width/sign_en pair in Gecko and
 fixed-width mode with input gaps and output back-pressure (§8.17), fixed-width mode (§4.7),
 Gecko-mode and fixed-width tensors interleaved back to back, throughput and the W = 12 fill
-sequence (§8.18) and each sticky error.
+sequence (§8.18) and each sticky error.  Every stream run is also compared, cycle by cycle, with
+the cycle model ``golden.gecko.codec.compressor_cycles`` at the configuration's ``pipeline``
+(``i.ready``, ``o`` and ``meta`` in every cycle), so a word a cycle early or late fails; each
+sticky error must rise a fixed number of cycles after the row that causes it.
 """
 
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.gecko.codec import GeckoConfig, compress
+from golden.gecko.codec import (
+    COMPRESSOR_ERROR_LAG, GeckoConfig, compress, compressor_latency,
+)
 
 from ..common import config_from_env, reset, test_size, uint
 from ..common.streams import Sink, Source, cross, quiet, run
 from .harness import (
-    ERRS, cfg_control, completion_rows, control, ctl_ports, fit_fixed_width, man_widths,
-    no_errors, own_tensor, pack_row, plan_rows, random_plan, random_tensor, rows_of, setup,
-    spec_rows_ab, stream_payloads,
+    COMPRESSOR_PORTS, ERRS, PortTrace, cfg_control, completion_rows, control, ctl_ports,
+    expect_compressor_cycles, fit_fixed_width, man_widths, no_errors, own_tensor, pack_row,
+    plan_rows, random_plan, random_tensor, rows_of, setup, spec_rows_ab, stream_payloads,
 )
 
 
@@ -52,10 +57,12 @@ async def compress_tensors(dut, tensors, gap=0.0, p_ready=1.0, p_meta=1.0, rnd=N
     def done():
         return src.done and len(out.got) >= len(want_data) and len(meta.got) >= len(want_meta)
 
-    await run(dut, [src], [out, meta], done, limit)
+    trace = PortTrace(dut, COMPRESSOR_PORTS)
+    await run(dut, [src], [out, meta], done, limit, check=trace)
     await quiet(dut, [out, meta], 4)
     out.expect(want_data, f"lanes={ucfg.lanes}, fmt={ucfg.fmt}: ")
     meta.expect(want_meta, f"lanes={ucfg.lanes}, fmt={ucfg.fmt}: ")
+    expect_compressor_cycles(trace, ucfg, tensors)
     return src, out, meta
 
 
@@ -182,13 +189,16 @@ async def throughput_and_fill_sequence(dut):
         assert completing[:3] == [2, 5, 7], f"golden completion rows {completing}"
     lat = [c - acc[row] for c, row in zip(out.cycles, completing)]
     assert len(out.cycles) == len(completing)
-    assert lat[:-1] == [3] * (len(lat) - 1), f"latencies {lat}"
+    want = compressor_latency(cfg)
+    assert lat[:-1] == [want] * (len(lat) - 1), f"latencies {lat}, expected {want}"
     no_errors(dut)
 
 
-async def provoke(dut, bits, ctrl, flag, rnd, cfg, equivalent=None):
-    """Reset, send one tensor that raises ``flag`` and check that exactly that flag is set and
-    stays set.  ``equivalent`` (bits, cfg) is the legal tensor the output must then equal."""
+async def provoke(dut, bits, ctrl, flag, culprit, rnd, cfg, equivalent=None):
+    """Reset, send one tensor that raises ``flag`` and check that exactly that flag is set,
+    that it rises :data:`~golden.gecko.codec.COMPRESSOR_ERROR_LAG` cycles after row
+    ``culprit`` (the first offending row) was accepted, and that it stays set.  ``equivalent``
+    (bits, cfg) is the legal tensor the output must then equal."""
     await reset(dut)
     no_errors(dut)
     rows = rows_of(bits, cfg)
@@ -197,16 +207,28 @@ async def provoke(dut, bits, ctrl, flag, rnd, cfg, equivalent=None):
     src = Source(dut, "i", items, rnd)
     out = Sink(dut, "o", rnd)
     meta = Sink(dut, "meta", rnd)
-    await run(dut, [src], [out, meta], lambda: src.done, 100)
-    for _ in range(6):
+    raised = []
+
+    def check(cycle):
+        raised.append(uint(getattr(dut, flag)))
+
+    cycle = await run(dut, [src], [out, meta], lambda: src.done, 100, check=check)
+    for _ in range(4 + compressor_latency(cfg)):
         out.drive()
         meta.drive()
         await ReadOnly()
-        out.sample(0)
-        meta.sample(0)
+        out.sample(cycle)
+        meta.sample(cycle)
+        check(cycle)
+        cycle += 1
         await FallingEdge(dut.clk)
     for e in ERRS:
         assert uint(getattr(dut, e)) == (1 if e == flag else 0), f"{e} wrong after provoking {flag}"
+    rise = raised.index(1)
+    accepted = src.accepted_cycles[culprit]
+    assert rise == accepted + COMPRESSOR_ERROR_LAG, (
+        f"{flag} rose in cycle {rise}; row {culprit}, which raises it, was accepted in cycle "
+        f"{accepted}")
     if equivalent is not None:
         want_data, want_meta = expected(*equivalent)
         assert out.got == want_data and meta.got == want_meta, (
@@ -219,7 +241,8 @@ async def provoke(dut, bits, ctrl, flag, rnd, cfg, equivalent=None):
 @cocotb.test()
 async def sticky_errors(dut):
     """Each sticky error: E = 255 (coded as E = 254, A3), MAG overflow in fixed mode, a sign
-    with sign_en = 0 (dropped), man_width above the mantissa (treated as the full mantissa)."""
+    with sign_en = 0 (dropped), man_width above the mantissa (treated as the full mantissa);
+    each rises a fixed number of cycles after the row that causes it, at every depth."""
     cfg, r, _ = await setup(dut, "sticky_errors")
     fmt = cfg.format
     one = 127 << fmt.man_bits
@@ -233,9 +256,9 @@ async def sticky_errors(dut):
 
     full = GeckoConfig(**base)
     await provoke(dut, tensor((255 << fmt.man_bits) | 3), control(fmt.man_bits, True, None),
-                  "err_exp", r, cfg, (tensor((254 << fmt.man_bits) | 3), full))
-    await provoke(dut, tensor(eight), control(3, True, 1), "err_mag", r, cfg)
-    await provoke(dut, tensor(one | neg | 9), control(3, False, None), "err_sign", r, cfg,
+                  "err_exp", 1, r, cfg, (tensor((254 << fmt.man_bits) | 3), full))
+    await provoke(dut, tensor(eight), control(3, True, 1), "err_mag", 1, r, cfg)
+    await provoke(dut, tensor(one | neg | 9), control(3, False, None), "err_sign", 1, r, cfg,
                   (tensor(one | 9), GeckoConfig(**base, man_width=3, sign_en=False)))
-    await provoke(dut, row, control(fmt.man_bits + 1, True, None), "err_cfg", r, cfg,
+    await provoke(dut, row, control(fmt.man_bits + 1, True, None), "err_cfg", 0, r, cfg,
                   (row, full))

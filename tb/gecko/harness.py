@@ -4,7 +4,9 @@
 import numpy as np
 
 from golden.common import float_to_fp32
-from golden.gecko.codec import GeckoConfig, GeckoStream, compress, exp_code
+from golden.gecko.codec import (
+    GeckoConfig, GeckoStream, compress, compressor_cycles, decompressor_cycles, exp_code,
+)
 from hdl.gecko import CMD_LAYOUT, META_LAYOUT, row_layout
 
 from ..common import config_from_env, rng, start, uint
@@ -96,6 +98,75 @@ def completion_rows(bits: np.ndarray, cfg: GeckoConfig) -> list[int]:
             whole = prefix.footprint().field_bits // cfg.lane_width
         out += [r] * (whole - len(out))
     return out
+
+
+class PortTrace:
+    """The values of ``ports`` in every cycle of a stream run: pass it as
+    :func:`tb.common.streams.run`'s ``check`` (it reads them in ``ReadOnly``).  A stream's
+    ``<name>__payload`` is read only in the cycles its ``<name>__valid`` is high (``None``
+    otherwise)."""
+
+    def __init__(self, dut, ports):
+        self.handles = [(name, getattr(dut, name),
+                         name[:-len("payload")] + "valid" if name.endswith("__payload") else None)
+                        for name in ports]
+        self.cycles = []
+
+    def __call__(self, cycle: int) -> None:
+        values = {}
+        for name, handle, valid in self.handles:
+            values[name] = uint(handle) if valid is None or values[valid] else None
+        self.cycles.append(values)
+
+    def inputs(self, *ports) -> list[tuple]:
+        """Per cycle, the values of ``ports`` (the stimulus a cycle model takes)."""
+        return [tuple(c[p] for p in ports) for c in self.cycles]
+
+    def expect(self, want: list[dict], what: str) -> None:
+        """Every cycle's ports equal the cycle model's values (``None``: not compared)."""
+        assert len(want) == len(self.cycles)
+        for cycle, (got, exp) in enumerate(zip(self.cycles, want)):
+            for port, value in exp.items():
+                assert value is None or got[port] == value, (
+                    f"cycle {cycle}: {port} = {got[port]:#x}, the cycle model of {what} "
+                    f"expects {value:#x}")
+
+
+#: the compressor's handshake ports (:func:`expect_compressor_cycles`)
+COMPRESSOR_PORTS = ("i__valid", "i__ready", "o__valid", "o__ready", "o__payload", "meta__valid",
+                    "meta__ready", "meta__payload")
+#: the decompressor's handshake ports (:func:`expect_decompressor_cycles`)
+DECOMPRESSOR_PORTS = ("cmd__valid", "cmd__ready", "i__valid", "i__ready", "meta__valid",
+                      "meta__ready", "o__valid", "o__ready", "o__payload")
+
+
+def _meta_payload(word) -> int:
+    return pack(META_LAYOUT, {"word": word[0], "last": int(word[1])})
+
+
+def expect_compressor_cycles(trace: PortTrace, cfg: GeckoConfig, tensors) -> None:
+    """The compressor's ``i.ready``, ``o`` and ``meta`` in every traced cycle equal
+    :func:`golden.gecko.codec.compressor_cycles` on the traced stimulus (so a word or a ready
+    a cycle early or late fails)."""
+    model = compressor_cycles(cfg, tensors, trace.inputs("i__valid", "o__ready", "meta__ready"))
+    trace.expect([{
+        "i__ready": int(c.i_ready), "o__valid": int(c.o is not None),
+        "o__payload": None if c.o is None else pack_row(c.o[0], c.o[1], cfg),
+        "meta__valid": int(c.meta is not None),
+        "meta__payload": None if c.meta is None else _meta_payload(c.meta),
+    } for c in model], f"the compressor (pipeline={cfg.pipeline})")
+
+
+def expect_decompressor_cycles(trace: PortTrace, cfg: GeckoConfig, tensors) -> None:
+    """The decompressor's ready outputs and ``o`` in every traced cycle equal
+    :func:`golden.gecko.codec.decompressor_cycles` on the traced stimulus."""
+    model = decompressor_cycles(cfg, tensors, trace.inputs("cmd__valid", "i__valid",
+                                                           "meta__valid", "o__ready"))
+    trace.expect([{
+        "cmd__ready": int(c.cmd_ready), "i__ready": int(c.i_ready),
+        "meta__ready": int(c.meta_ready), "o__valid": int(c.o is not None),
+        "o__payload": None if c.o is None else pack_row(c.o[0], c.o[1], cfg),
+    } for c in model], f"the decompressor (pipeline={cfg.pipeline})")
 
 
 def pack_cmd(rows: int, ctl: dict) -> int:

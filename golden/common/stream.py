@@ -1,0 +1,70 @@
+"""Cycle model of a stream unit whose pipeline stalls as a whole (FAST's converter, Equinox's
+quantizer: :class:`hdl.common.bfp.BFPPipeline`)."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StreamCycle:
+    """A stream unit's outputs in one cycle (:meth:`StallingPipeline.step`)."""
+
+    #: ``i.ready``: an item offered in this cycle is taken at its clock edge
+    ready: bool
+    #: the item taken at this cycle's edge (its index in acceptance order), or ``None``
+    taken: int | None
+    #: ``o.valid`` with the item it shows (index in acceptance order), or ``None``
+    out: int | None
+    #: the sticky ``error``
+    error: bool
+
+
+class StallingPipeline:
+    """``latency`` registers, the last one the output register, that advance together: in a
+    cycle in which the output register is empty or read (``o.ready``), ``i.ready`` is high,
+    every item moves one register on and an item offered with ``valid`` is taken into the
+    first; otherwise everything holds (back-pressure).  So an item taken at edge ``t`` shows on
+    ``o`` from the cycle after edge ``t + latency - 1`` when nothing stalls, one item per cycle
+    while ``o`` is ready, each exactly once and in order.  An item for which ``bad(item)`` is
+    true sets ``error`` at the edge it enters register ``flag_at + 1`` (0-based ``flag_at``),
+    and ``error`` stays set.
+
+    ``error``: the flag before the first cycle, with no item in flight (default: after reset).
+    """
+
+    def __init__(self, latency: int, flag_at: int, bad, error: bool = False):
+        if not 0 <= flag_at < latency:
+            raise ValueError(f"flag_at must be in 0..{latency - 1}, not {flag_at}")
+        self.flag_at = flag_at
+        self.bad = bad
+        #: per register: ``(index, bad)`` of the item it holds, or ``None``
+        self.line = [None] * latency
+        self.error = bool(error)
+        self.taken = 0
+
+    @property
+    def idle(self) -> bool:
+        """No item in flight."""
+        return all(r is None for r in self.line)
+
+    def step(self, item=None, ready: bool = True) -> StreamCycle:
+        """One cycle with ``item`` offered (``None``: ``valid`` low) and the consumer's
+        ``ready``: the unit's outputs in this cycle, then its clock edge."""
+        shown = self.line[-1]
+        advance = shown is None or bool(ready)
+        taken = self.taken if advance and item is not None else None
+        now = StreamCycle(advance, taken, None if shown is None else shown[0], self.error)
+        if advance:
+            entering = None if taken is None else (taken, bool(self.bad(item)))
+            self.line = [entering] + self.line[:-1]
+            flag = self.line[self.flag_at]
+            self.error = self.error or (flag is not None and flag[1])
+            self.taken += taken is not None
+        return now
+
+    def run(self, cycles) -> list:
+        """:meth:`step` over ``cycles`` (per cycle ``(item, ready)``): the outputs of every
+        cycle."""
+        return [self.step(item, ready) for item, ready in cycles]
+
+
+__all__ = ["StreamCycle", "StallingPipeline"]
