@@ -29,6 +29,7 @@ from ..common.accumulator import (Acc, acc_arrays, acc_from_arrays, align_acc, c
                                 check_accumulator_fields, check_adder_fields, decode_bf16,
                                 dot_row, group_row, min_int_bits, norm_rne, read_out,
                                 read_out_bits, run_groups, shift_jam)
+from ..common.stream import delayed_steps
 
 
 #: most register stages before the accumulator (:class:`BaselineConfig`.pipeline)
@@ -144,16 +145,12 @@ def bf16_pe_cycles(cfg: BaselineConfig, cycles, acc=None) -> list:
         As :func:`baseline_group`, for the first offending group.
     """
     acc = check_acc(acc if acc is not None else Acc.ZERO, cfg.keep_bits)
-    line = [None] * cfg.pipeline
-    out = []
-    for item in cycles:
-        line.append(item)
-        entering = line.pop(0)
-        if entering is not None:
-            a, b, clear = entering
-            acc, _ = baseline_group(Acc.ZERO if clear else acc, a, b, cfg)
-        out.append(acc)
-    return out
+
+    def step(acc, group):
+        a, b, clear = group
+        return baseline_group(Acc.ZERO if clear else acc, a, b, cfg)[0]
+
+    return delayed_steps(cycles, cfg.pipeline, acc, step)
 
 
 def baseline_dot_batch(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):

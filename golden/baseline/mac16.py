@@ -10,6 +10,7 @@ from .. import check_choice, check_int
 from ..common.formats import format_named
 from ..common.fp_add import QNAN, fp32_add_bits
 from ..common.rounding import RoundConfig, round_raw
+from ..common.stream import delayed_steps
 
 
 #: operand formats of FAST's Table IV MAC baselines (hfp8 is the paper's e4m2)
@@ -127,15 +128,8 @@ def mac16_cycles(cfg: MAC16Config, cycles, acc=None) -> list:
     the accumulators before the first cycle, with no group in flight (default zeros)."""
     acc = (np.zeros(cfg.lanes, dtype=np.int64) if acc is None
            else np.asarray(acc, dtype=np.int64).copy())
-    line = [None] * cfg.pipeline
-    out = []
-    for item in cycles:
-        line.append(item)
-        entering = line.pop(0)
-        if entering is not None:
-            acc = _mac_step(cfg, acc, entering)
-        out.append(acc.copy())
-    return out
+    return delayed_steps(cycles, cfg.pipeline, acc,
+                         lambda acc, group: _mac_step(cfg, acc, group), lambda acc: acc.copy())
 
 
 __all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16Config", "product_config", "mac16_products",

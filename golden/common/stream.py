@@ -1,5 +1,6 @@
-"""Cycle model of a stream unit whose pipeline stalls as a whole (FAST's converter, Equinox's
-quantizer: :class:`hdl.common.bfp.BFPPipeline`)."""
+"""Cycle models of pipelined units: a stream unit whose pipeline stalls as a whole (FAST's
+converter, Equinox's quantizer: :class:`hdl.common.bfp.BFPPipeline`), and an accumulator fed
+through fixed register stages (the MAC baselines)."""
 
 from dataclasses import dataclass
 
@@ -67,4 +68,21 @@ class StallingPipeline:
         return [self.step(item, ready) for item, ready in cycles]
 
 
-__all__ = ["StreamCycle", "StallingPipeline"]
+def delayed_steps(cycles, depth: int, state, step, snapshot=lambda s: s) -> list:
+    """An always-ready unit whose input reaches its state ``depth`` register stages late:
+    ``cycles`` holds, per clock cycle, ``None`` (nothing offered) or an item; the item offered
+    in cycle ``t`` is applied (``state = step(state, item)``) at edge ``t + depth``, each one
+    exactly once and in order, and idle cycles leave the state as it is.  Returns
+    ``snapshot(state)`` as seen in the cycle after each edge."""
+    line = [None] * depth
+    out = []
+    for item in cycles:
+        line.append(item)
+        entering = line.pop(0)
+        if entering is not None:
+            state = step(state, entering)
+        out.append(snapshot(state))
+    return out
+
+
+__all__ = ["StreamCycle", "StallingPipeline", "delayed_steps"]

@@ -120,22 +120,29 @@ class AlignReduce(wiring.Component):
         })
 
     def elaborate(self, platform):
-        cfg = self.cfg
         m = Module()
-        F = cfg.frac_bits
-        pad = max(0, F - 14)
-        terms = []
-        for i in range(cfg.lanes):
-            diff = Signal(signed(XW + 1), name=f"pdiff{i}")
-            wide = Signal(16 + pad, name=f"pwide{i}")
-            m.d.comb += [diff.eq(self.E - self.abe[i] + max(0, 14 - F)),
-                         wide.eq(self.prod[i] << pad)]
-            mag = jam_right(m, wide, diff.as_unsigned(), name=f"pjam{i}")
-            t = Signal(signed(self.width), name=f"pterm{i}")
-            m.d.comb += t.eq(Mux(self.act[i], Mux(self.neg[i], -mag, mag), 0))
-            terms.append(t)
+        terms = aligned_terms(m, self.cfg, self, self.E, self.width)
         m.d.comb += self.sum.eq(adder_tree(m, terms, len(self.sum), "ptree"))
         return m
+
+
+def aligned_terms(m, cfg: BaselineConfig, lanes, E, width: int) -> list:
+    """Each active product of ``lanes`` (its ``prod``, ``abe``, ``neg`` and ``act`` ports)
+    aligned onto the ``2**(E - F)`` grid (round to odd below it) and negated by its sign: one
+    signed ``width``-bit term per lane, 0 for an inactive lane."""
+    F = cfg.frac_bits
+    pad = max(0, F - 14)
+    terms = []
+    for i in range(cfg.lanes):
+        diff = Signal(signed(XW + 1), name=f"pdiff{i}")
+        wide = Signal(16 + pad, name=f"pwide{i}")
+        m.d.comb += [diff.eq(E - lanes.abe[i] + max(0, 14 - F)),
+                     wide.eq(lanes.prod[i] << pad)]
+        mag = jam_right(m, wide, diff.as_unsigned(), name=f"pjam{i}")
+        t = Signal(signed(width), name=f"pterm{i}")
+        m.d.comb += t.eq(Mux(lanes.act[i], Mux(lanes.neg[i], -mag, mag), 0))
+        terms.append(t)
+    return terms
 
 
 class StagedAlignReduce(wiring.Component):
@@ -170,19 +177,8 @@ class StagedAlignReduce(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        F = cfg.frac_bits
-        pad = max(0, F - 14)
-        terms = {}
-        for i in range(cfg.lanes):
-            diff = Signal(signed(XW + 1), name=f"pdiff{i}")
-            wide = Signal(16 + pad, name=f"pwide{i}")
-            m.d.comb += [diff.eq(self.Ep - self.abe[i] + max(0, 14 - F)),
-                         wide.eq(self.prod[i] << pad)]
-            mag = jam_right(m, wide, diff.as_unsigned(), name=f"pjam{i}")
-            t = Signal(signed(F + 2), name=f"pterm{i}")
-            m.d.comb += t.eq(Mux(self.act[i], Mux(self.neg[i], -mag, mag), 0))
-            terms[f"term{i}"] = t
-        terms = stage(m, terms, name="align")
+        terms = aligned_terms(m, cfg, self, self.Ep, cfg.frac_bits + 2)
+        terms = stage(m, {f"term{i}": t for i, t in enumerate(terms)}, name="align")
         shifted = [jam_right(m, terms[f"term{i}"], self.shift, name=f"sjam{i}")
                    for i in range(cfg.lanes)]
         m.d.comb += self.sum.eq(adder_tree(m, shifted, len(self.sum), "ptree"))
