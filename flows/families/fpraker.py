@@ -33,7 +33,7 @@ UNITS = (
                         {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2}),
          # without OB every term is taken: 8 lanes take about 3x the cycles of the others
          full_configs=({"encoding": "binary", "kmax": 1023},),
-         test_sizes={"quick": 300, "standard": 2000, "full": 20000},
+         test_sizes={"quick": 300, "standard": 1200, "full": 20000},
          synth_overrides={"lanes": 2},
          # beside the bit-parallel PE at the same 2 lanes (baseline.bf16_pe)
          demo_config={"lanes": 2},
@@ -51,9 +51,9 @@ UNITS = (
                         {"rows": 4, "cols": 4, "sync": "independent", "b_buffers": 2},
                         {"rows": 3, "cols": 2, "sync": "independent", "encoding": "binary",
                          "int_bits": 6, "kmax": 9}),
-         # make test: 400 random groups per configuration (20-40 s each on Icarus); the full
+         # make test: 300 random groups per configuration (5-16 s each on Icarus); the full
          # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
-         test_sizes={"quick": 100, "standard": 400, "full": 2500},
+         test_sizes={"quick": 100, "standard": 300, "full": 2500},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
          paper_test_effort="full",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),
