@@ -243,28 +243,30 @@ def test_tile_whose_pes_are_a_stage_behind_its_busy(tb_options, monkeypatch):
     assert "pipeline_timing" in failed, failed
 
 
-def test_tile_whose_error_skips_the_stages(tb_options, monkeypatch):
+def _tile_with_delay(monkeypatch, tb_options, pipeline, broken):
+    """The tile's testbench failures with the tile's side-band delay lines replaced by
+    ``broken(real_delay, m, value, depth, **kw)``."""
     real = hdl.baseline.bf16_tile.delay
+    monkeypatch.setattr(hdl.baseline.bf16_tile, "delay",
+                        lambda m, value, depth, **kw: broken(real, m, value, depth, **kw))
+    return run_failed("baseline.bf16_tile", dataclasses.replace(TILE, pipeline=pipeline), None,
+                      tb_options)
 
-    def delay(m, value, depth, **kw):
+
+def test_tile_whose_error_skips_the_stages(tb_options, monkeypatch):
+    def broken(real, m, value, depth, **kw):
         return value if kw.get("name") == "error" else real(m, value, depth, **kw)
 
-    monkeypatch.setattr(hdl.baseline.bf16_tile, "delay", delay)
-    failed = run_failed("baseline.bf16_tile", dataclasses.replace(TILE, pipeline=2), None,
-                        tb_options)
+    failed = _tile_with_delay(monkeypatch, tb_options, 2, broken)
     assert "pipeline_timing" in failed, failed
 
 
 def test_tile_whose_busy_ignores_the_groups_in_flight(tb_options, monkeypatch):
-    real = hdl.baseline.bf16_tile.delay
-
-    def delay(m, value, depth, **kw):
+    def broken(real, m, value, depth, **kw):
         if kw.get("name", "").startswith("flight"):
             real(m, value, depth, **kw)
             return value & 0
         return real(m, value, depth, **kw)
 
-    monkeypatch.setattr(hdl.baseline.bf16_tile, "delay", delay)
-    failed = run_failed("baseline.bf16_tile", dataclasses.replace(TILE, pipeline=1), None,
-                        tb_options)
+    failed = _tile_with_delay(monkeypatch, tb_options, 1, broken)
     assert {"directed_reductions", "random_reductions", "pipeline_timing"} <= set(failed), failed

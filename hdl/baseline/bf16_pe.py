@@ -99,6 +99,14 @@ class Products(wiring.Component):
         return m
 
 
+def _align_members(cfg: BaselineConfig, width: int, exponent: dict) -> dict:
+    """The ports of both alignment blocks: the lanes' products, then ``exponent`` (the ports
+    that set the alignment), then the sum of the adder tree."""
+    L = cfg.lanes
+    return {"prod": In(16).array(L), "abe": In(signed(XW)).array(L), "neg": In(L),
+            "act": In(L), **exponent, "sum": Out(signed(width + ceil_log2(L)))}
+
+
 class AlignReduce(wiring.Component):
     """Each active product aligned to the ``2**(E - F)`` grid (round to odd below it), negated
     by its sign, and the adder tree over the lanes.  Combinational.
@@ -111,13 +119,8 @@ class AlignReduce(wiring.Component):
 
     def __init__(self, cfg: BaselineConfig):
         self.cfg = cfg
-        L = cfg.lanes
         self.width = cfg.frac_bits + cfg.int_bits + 1
-        super().__init__({
-            "prod": In(16).array(L), "abe": In(signed(XW)).array(L), "neg": In(L),
-            "act": In(L), "E": In(signed(XW)),
-            "sum": Out(signed(self.width + ceil_log2(L))),
-        })
+        super().__init__(_align_members(cfg, self.width, {"E": In(signed(XW))}))
 
     def elaborate(self, platform):
         m = Module()
@@ -166,13 +169,9 @@ class StagedAlignReduce(wiring.Component):
 
     def __init__(self, cfg: BaselineConfig):
         self.cfg = cfg
-        L = cfg.lanes
         self.width = cfg.frac_bits + cfg.int_bits + 1
-        super().__init__({
-            "prod": In(16).array(L), "abe": In(signed(XW)).array(L), "neg": In(L),
-            "act": In(L), "Ep": In(signed(XW)), "shift": In(XW + 1),
-            "sum": Out(signed(self.width + ceil_log2(L))),
-        })
+        super().__init__(_align_members(cfg, self.width,
+                                        {"Ep": In(signed(XW)), "shift": In(XW + 1)}))
 
     def elaborate(self, platform):
         cfg = self.cfg
