@@ -2,7 +2,7 @@
 configuration, generated, quick-regressed and measured in a few minutes, with a table, the
 papers' ratios and a plot), ``make paper`` (:func:`paper`: every unit at its paper
 configuration with its parts, ratios and scalings, the tiles' power and speedup studies, a
-sweep and the 8 × 8 tiles; about 2 hours on 2 cores) and ``trainfab report`` (area/timing at
+sweep and the 8 × 8 tiles; about 1.5 hours on 2 cores) and ``trainfab report`` (area/timing at
 every paper preset, with ratios beside the papers' numbers).
 
 Units, the parts the papers report separately, the papers' own figures and the ratios they
@@ -68,6 +68,24 @@ class Comparison:
         den = self.denominator_count * areas[self.denominator]
         num = areas[self.numerator]
         return num / (den + num) if self.share else num / den
+
+
+@dataclass(frozen=True, kw_only=True)
+class OwnClock:
+    """A design beside the baseline a paper compares it with, each at its own clock: work per
+    area (MACs per cycle × fmax ÷ area, M MAC/s per mm²) and, given power runs of the pair,
+    energy per MAC at each one's fmax, beside the same figures at one clock."""
+
+    label: str
+    #: unit or part names (their area reports give area and fmax)
+    unit: str
+    baseline: str
+    #: ``work(config dict) -> [(operands, MACs per cycle)]``: the unit's work per cycle at full
+    #: rate, measured (or counted) on the operands named
+    work: object
+    #: the same for the baseline (bit-parallel designs: a constant)
+    baseline_work: object
+    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +167,105 @@ def _ratio_section(areas: dict) -> str:
             "\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
+def own_clock_rows(results: dict, aliases: dict | None = None,
+                   work: dict | None = None) -> list[dict]:
+    """The :class:`OwnClock` comparisons between reports of ``results`` (name → area report with
+    ``fmax_mhz``; ``aliases`` maps part names to the report that stands for them): one row per
+    operand set of the design, with MACs per cycle, M MAC/s per mm² at its own fmax and the
+    ratio to the baseline's at its own fmax (``own``) and at one clock (``same``).  ``work``
+    (design name → ``[(operands, MACs per cycle)]``) adds measured rows, e.g. a study's real
+    operands."""
+    names = {n: n for n in results} | dict(aliases or {})
+    rows = []
+    for c in families.own_clocks():
+        u, b = names.get(c.unit), names.get(c.baseline)
+        if u is None or b is None or u == b:
+            continue
+        ru, rb = results[u], results[b]
+        if not (ru.get("fmax_mhz") and rb.get("fmax_mhz")):
+            continue
+        [(_, b_mpc)] = c.baseline_work(rb["config"])
+        b_density = b_mpc * rb["fmax_mhz"] / (rb["area_um2"] * 1e-6)   # M MAC/s per mm²
+        measured = list(c.work(ru["config"])) + list((work or {}).get(c.unit, ()))
+        for operands, mpc in measured:
+            density = mpc * ru["fmax_mhz"] / (ru["area_um2"] * 1e-6)
+            rows.append({
+                "label": c.label, "unit": u, "baseline": b, "operands": operands,
+                "macs_per_cycle": mpc, "fmax_mhz": ru["fmax_mhz"], "area_um2": ru["area_um2"],
+                "density": density, "baseline_macs_per_cycle": b_mpc,
+                "baseline_fmax_mhz": rb["fmax_mhz"], "baseline_area_um2": rb["area_um2"],
+                "baseline_density": b_density, "own": density / b_density,
+                "same": (mpc / ru["area_um2"]) / (b_mpc / rb["area_um2"]),
+                "source": c.source})
+    return rows
+
+
+def energy_at(power: dict, clock_ns: float, macs_per_group: int) -> float:
+    """Energy per MAC (pJ) of a ``trainfab power`` report re-timed to ``clock_ns``: the
+    dynamic (internal + switching) energy of the run does not depend on the period (OpenSTA's
+    power is energy per transition × transitions per second), the leakage energy is leakage
+    power × the run's cycles × the period."""
+    cycles = power["activity_source"]["cycles"]
+    groups = power["activity_source"]["operands"]["groups"]
+    dynamic_j = (power["internal_mw"] + power["switching_mw"]) * 1e-3 * cycles \
+        * power["clock_ns"] * 1e-9
+    leakage_j = power["leakage_mw"] * 1e-3 * cycles * clock_ns * 1e-9
+    return (dynamic_j + leakage_j) / (groups * macs_per_group) * 1e12
+
+
+def own_clock_section(rows: list[dict], power: dict | None = None) -> str:
+    """Markdown of :func:`own_clock_rows`, and with ``power`` (name → ``trainfab power``
+    report, both units of a pair) the energy per MAC of each at its own fmax and at the power
+    run's clock."""
+    if not rows:
+        return ""
+    fmt = lambda v: f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+    lines = ["\n## At each design's own clock\n",
+             "Work per area is MACs per cycle × fmax ÷ area; the bit-parallel baselines do their "
+             "MACs every cycle, the term-serial and precision-serial designs take several cycles "
+             "per group on the operands named. *Own clocks* compares each design at its own "
+             "fmax, *one clock* at a common clock (the ratio every area comparison above "
+             "assumes).\n",
+             "| comparison | design | fmax MHz | operands | MACs per cycle | M MAC/s per mm² | "
+             "baseline: fmax MHz, M MAC/s per mm² | against the baseline, own clocks | "
+             "one clock |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['label']} | {r['unit']} ({r['area_um2']:,.0f} µm²) | "
+                     f"{r['fmax_mhz']:.1f} | {r['operands']} | {r['macs_per_cycle']:.3g} | "
+                     f"{fmt(r['density'])} | {r['baseline']}: {r['baseline_fmax_mhz']:.1f}, "
+                     f"{fmt(r['baseline_density'])} | {r['own']:.3f}× | {r['same']:.3f}× |")
+    text = "\n".join(lines) + "\n"
+    pairs = {(r["unit"], r["baseline"]) for r in rows}
+    power = power or {}
+    energy = []
+    for u, b in dict.fromkeys(sorted(pairs)):
+        if u not in power or b not in power:
+            continue
+        cells = []
+        for name in (u, b):
+            p = power[name]
+            cfg = p["config"]
+            macs = cfg.get("rows", 1) * cfg.get("cols", 1) * cfg.get("lanes", 1)
+            fmax = (p.get("timing") or {}).get("fmax_mhz")
+            one = energy_at(p, p["clock_ns"], macs)
+            own = energy_at(p, 1000 / fmax, macs) if fmax else None
+            cells.append((name, cfg, p["clock_ns"], fmax, one, own))
+        (nu, cu, ck, fu, eu1, euo), (nb, cb, _, fb, eb1, ebo) = cells
+        size = lambda c: "×".join(str(c[k]) for k in ("rows", "cols") if k in c) or \
+            f"{c.get('lanes')} lanes"
+        own = (f"{euo:.2f} pJ at {fu:.1f} MHz / {ebo:.2f} pJ at {fb:.1f} MHz = "
+               f"**{euo / ebo:.2f}×**" if euo and ebo else "n/a (no fmax)")
+        energy.append(f"| {nu} {size(cu)} / {nb} {size(cb)} | {own} | {eu1:.2f} / {eb1:.2f} pJ "
+                      f"= {eu1 / eb1:.2f}× at {ck:g} ns |")
+    if energy:
+        text += ("\nEnergy per MAC from `trainfab power` (gate-level activity on the power "
+                 "run's operands), at each netlist's own fmax and at the run's clock. The "
+                 "dynamic energy of a run does not depend on the period; only the leakage, "
+                 "over the longer cycle, does.\n\n| power run | energy per MAC, own clocks | "
+                 "one clock |\n|---|---|---|\n" + "\n".join(energy) + "\n")
+    return text
+
+
 def _blocks(name: str, r: dict) -> str:
     from .eda.synth import breakdown_markdown
 
@@ -175,7 +292,8 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
     return results
 
 
-def _tables(results: dict, first_column: dict | None = None) -> str:
+def _tables(results: dict, first_column: dict | None = None, work: dict | None = None,
+            power: dict | None = None) -> str:
     header, rows, papers = AREA_HEADER, [], paper_figures()
     if first_column is not None:
         header = header.replace("| unit |", "| unit | quick regression |", 1).replace(
@@ -193,6 +311,7 @@ def _tables(results: dict, first_column: dict | None = None) -> str:
             (n, r) for n, r in results.items()
             if n in registry.UNITS and registry.get(n).breakdown_table and r.get("breakdown")))
     return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
+            + own_clock_section(own_clock_rows(results, work=work), power)
             + _scaling_section(results) + blocks + tables
             + "\nOSU 0.18 µm cells (yosys + OpenSTA); compare ratios, not absolute µm², with the "
               "papers' 65/45/28 nm figures.\n")
@@ -285,10 +404,26 @@ def report(liberty: str = "osu018", clock_ns: float = 10.0, markdown=None) -> in
 POWER_TILE = {"rows": 2, "cols": 2}
 
 
-def _fpraker_studies(out, results: dict) -> str:
+def _model_work(results: dict, work: dict) -> dict:
+    """``work`` (the speedup study's MACs per cycle of the FPRaker tile) when the measured
+    ``fpraker.tile`` is the cycle model's configuration, else nothing."""
+    import dataclasses
+
+    from golden.fpraker.tile import TileConfig
+
+    r = results.get("fpraker.tile")
+    model = dataclasses.asdict(TileConfig())
+    if r is None or any(model.get(k) != v for k, v in r["config"].items() if k in model):
+        return {}
+    return work
+
+
+def _fpraker_studies(out, results: dict) -> tuple[str, dict, dict]:
     """The paper run's FPRaker tile studies: the power of both tiles on real MiniLM operands
     (:data:`POWER_TILE` tiles; gate-level activity) and the speedup study on MiniLM with the
-    run's own measured tile-area ratio.  Returns their markdown sections."""
+    run's own measured tile-area ratio.  Returns their markdown sections, the power reports by
+    unit and the FPRaker tile's MACs per cycle on the study's GEMMs (``{"fpraker.tile":
+    [(operands, MACs per cycle)]}``, for the cycle model's tile configuration)."""
     from .eda import power
     from .studies import speedup
 
@@ -336,7 +471,10 @@ def _fpraker_studies(out, results: dict) -> str:
                     f"useful lane-cycles {s_['useful_fraction']:.1%}, "
                     + ", ".join(f"{k} {v:.1%}" for k, v in s_["stall_fractions"].items()))
     text.append(f"- paper: 1.5× average; report {paths['md']}")
-    return "\n".join(text) + "\n"
+    work = [(f"MiniLM GEMMs, serial = {speedup._label(o, res)}",
+             s_["macs"] / s_["fpraker_cycles"]) for o, s_ in res["summary"].items()
+            if s_["fpraker_cycles"]]
+    return "\n".join(text) + "\n", mw, {"fpraker.tile": work}
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,8 +578,11 @@ DEMO_HEADER = ("| unit | configuration | quick regression | area µm² | gate eq
                "|---|---|---|---|---|---|---|---|")
 
 
-def demo_markdown(summary: dict, ratios: list[dict], plot: str | None) -> str:
-    """The demo's ``summary.md``: the table of the units, the papers' ratios and the plot."""
+def demo_markdown(summary: dict, ratios: list[dict], plot: str | None,
+                  own: list[dict] | None = None) -> str:
+    """The demo's ``summary.md``: the table of the units, the papers' ratios, the designs
+    beside their baselines at each one's own clock (``own``: :func:`own_clock_rows`) and the
+    plot."""
     against = {r["unit"]: r for r in ratios if r["baseline"]}
     rows = []
     for name, s in summary.items():
@@ -467,6 +608,7 @@ def demo_markdown(summary: dict, ratios: list[dict], plot: str | None) -> str:
                    "the blocks every design has once (accumulators, control) weigh more, so "
                    "they are this size's ratios, not the papers'. `make paper` measures the "
                    "paper configurations.\n")
+    text += own_clock_section(own or [])
     if plot:
         text += f"\n![area and fmax of each unit; the ratios beside the papers']({plot})\n"
     return text + "\n" + NEXT_STEPS
@@ -477,7 +619,7 @@ NEXT_STEPS = """## Where to go next
 
 - `make paper`: every unit at its paper configuration with the parts, area ratios and scalings
   the papers report, the two 8 × 8 tiles of FPRaker's Table III, tile power and the speedup
-  study on MiniLM operands, and a 24-point term-encoder sweep, into `build/paper/` (about 2
+  study on MiniLM operands, and a 24-point term-encoder sweep, into `build/paper/` (about 1.5
   hours on 2 cores; it prints its estimate first).
 - `trainfab list` names every unit; `trainfab area UNIT [--set FIELD=VALUE] [--breakdown]`
   measures one at its paper configuration (or yours), with its area by block.
@@ -585,9 +727,11 @@ def _demo(out, seed: int, sim: str | None) -> int:
     ratios = demo_ratios(results, aliases)
     plot = out / "demo.png"
     demo_plot(summary, ratios, plot)
-    text = demo_markdown(summary, ratios, plot.name)
+    own = own_clock_rows(results, aliases)
+    text = demo_markdown(summary, ratios, plot.name, own)
     write_atomic(out / "summary.json", json.dumps({"units": summary, "ratios": ratios,
-                                                   "plot": str(plot)}, indent=2, default=str)
+                                                   "own_clock": own, "plot": str(plot)},
+                                                  indent=2, default=str)
                  + "\n")
     write_atomic(out / "summary.md", text)
     print()
@@ -611,7 +755,8 @@ PAPER_TIMES = "times.json"
 #: runs: the units with their parts and the 4 × 4 tiles, tile power and the speedup study on
 #: MiniLM (with the model's first fetch) took 33 minutes together, counted here as 28 for the
 #: units (split evenly over them) and 5 for the studies; the term-encoder sweep under 1; the
-#: 8 × 8 tiles with their breakdowns 31 (FPRaker) and 56 (baseline): about 2 hours in all
+#: 8 × 8 tiles with their breakdowns 31 (FPRaker) and 56 (baseline): about 2 hours in all one
+#: after the other, 1.5 hours with the two tiles synthesized at once
 PAPER_DEFAULT_MINUTES = {"units": 28, "studies": 5, "sweep": 1,
                          "paper-size:fpraker.tile": 31, "paper-size:baseline.bf16_tile": 56}
 #: a unit measured at its paper size not listed above
@@ -663,15 +808,17 @@ def _default_seconds(step: str, units: int) -> float:
     return 60 * PAPER_DEFAULT_MINUTES.get(step, 1)
 
 
-def paper_estimate(times_path) -> tuple[float, str]:
+def paper_estimate(times_path, workers: int = 1) -> tuple[float, str]:
     """``make paper``'s expected time and the line saying so: each step's time from the last
     paper run's ``times_path`` when recorded there; for a paper-size synthesis not recorded,
     the last ``trainfab area UNIT --breakdown`` at the paper configuration; else the defaults
-    of :data:`PAPER_DEFAULT_MINUTES` (about 2 hours on 2 cores)."""
+    of :data:`PAPER_DEFAULT_MINUTES` (about 2 hours on 2 cores one after the other).  The
+    paper-size syntheses run ``workers`` at a time: they count as the longest of them or their
+    sum over ``workers``, whichever is more."""
     steps = paper_steps()
     units = sum(s.startswith("unit:") for s in steps)
     recorded = _recorded_times(times_path)
-    total, timed, sources = 0.0, 0, []
+    total, timed, sources, sized = 0.0, 0, [], []
     for step in steps:
         seconds = recorded.get(step)
         if seconds is not None:
@@ -685,11 +832,17 @@ def paper_estimate(times_path) -> tuple[float, str]:
             seconds = _default_seconds(step, units)
         else:
             timed += 1
-        total += seconds
+        if step.startswith("paper-size:"):
+            sized.append(seconds)
+        else:
+            total += seconds
+    if sized:
+        total += max(max(sized), sum(sized) / max(workers, 1))
     where = " and ".join(dict.fromkeys(sources))
     if not timed:
         how = ("from no recorded run: the times measured on a 2-core machine, where the two "
-               "8 × 8 tile syntheses take about 1.5 h of it")
+               "8 × 8 tile syntheses take about 1.5 h one after the other"
+               + (f", {workers} at a time here" if workers > 1 else ""))
     elif timed == len(steps) and where == str(times_path):
         how = f"from the last run's times in {where}"
     else:
@@ -732,7 +885,9 @@ def paper(seed: int = 1, sim: str | None = None, jobs: int | None = None,
 
     if markdown is not None:
         markdown = check_markdown_path(markdown)
-    print(paper_estimate(build_dir() / "paper" / PAPER_TIMES)[1], flush=True)
+    sized = sum(1 for u in registry.UNITS.values() if u.demo_overrides)
+    print(paper_estimate(build_dir() / "paper" / PAPER_TIMES,
+                         paper_workers(jobs, sized))[1], flush=True)
     with exclusive(build_dir() / "paper", "paper") as out:
         code = _paper(out, seed, sim, jobs)
         if markdown is not None and code == 0:
@@ -773,9 +928,18 @@ def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
         return _paper_steps(out, seed, sim, jobs, bar)
 
 
+def paper_workers(jobs: int | None, sized: int) -> int:
+    """How many paper-size syntheses ``make paper`` runs at a time: ``jobs`` (default one per
+    CPU), at most one per unit measured at its paper size."""
+    import os
+
+    return max(1, min(sized, jobs or os.cpu_count() or 1))
+
+
 def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
-    """:func:`_paper`'s steps (units, studies, sweep, paper-size units), each moving ``bar`` on
-    when it finished."""
+    """:func:`_paper`'s steps (units, studies, sweep, paper-size units, :func:`paper_workers`
+    of those at a time), each moving ``bar`` on when it finished."""
+    import concurrent.futures
     import contextlib
     import time
 
@@ -827,7 +991,7 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
                          + _tables(results, states))
     write()
     with timed(STUDIES_STEP):
-        sections["studies"] = _fpraker_studies(out, results)
+        sections["studies"], power_runs, study_work = _fpraker_studies(out, results)
     bar.update()
     write()
     with timed(SWEEP_STEP):
@@ -839,20 +1003,32 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
                                 else "")
     write()
     big = {}
-    for unit in units:
-        if not unit.demo_overrides:
-            continue
-        progress.echo(f"paper: {unit.name} at its paper configuration (with breakdown) …")
-        with timed(f"paper-size:{unit.name}"):
-            measured = _measure(unit, load_config(unit), out / "paper-size", "osu018", 10.0)
-        r = measured[unit.name]
-        progress.echo(f"paper: {unit.name} {r['area_um2']:.0f} µm², fmax {r.get('fmax_mhz')} MHz")
-        bar.update()
-        big.update(measured)
-        summary.setdefault("paper_size", {}).update(measured)
-        sections["paper-size"] = ("\n# Units at their paper configuration (measured smaller "
-                                  "above)\n\n" + _tables(big))
-        write()
+    sized = [u for u in units if u.demo_overrides]
+    workers = paper_workers(jobs, len(sized))
+
+    def measure(unit):
+        t0 = time.monotonic()
+        measured = _measure(unit, load_config(unit), out / "paper-size", "osu018", 10.0)
+        return measured, time.monotonic() - t0
+
+    progress.echo(f"paper: {', '.join(u.name for u in sized)} at their paper configuration "
+                  f"(with breakdown), {workers} at a time …")
+    with concurrent.futures.ThreadPoolExecutor(max(workers, 1)) as pool:
+        running = [(unit, pool.submit(measure, unit)) for unit in sized]
+        for unit, future in running:
+            measured, seconds = future.result()
+            _record_time(times, f"paper-size:{unit.name}", seconds)
+            r = measured[unit.name]
+            progress.echo(f"paper: {unit.name} {r['area_um2']:.0f} µm², fmax "
+                          f"{r.get('fmax_mhz')} MHz")
+            bar.update()
+            big.update(measured)
+            summary.setdefault("paper_size", {}).update(measured)
+            sections["paper-size"] = ("\n# Units at their paper configuration (measured "
+                                      "smaller above)\n\n"
+                                      + _tables(big, work=_model_work(big, study_work),
+                                                power=power_runs))
+            write()
     text = write()
     bar.close()
     print()
@@ -862,6 +1038,7 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
     return 1 if failed else 0
 
 
-__all__ = ["Part", "Comparison", "Scaling", "paper_figures", "report", "results_page",
+__all__ = ["Part", "Comparison", "OwnClock", "Scaling", "own_clock_rows",
+           "own_clock_section", "energy_at", "paper_figures", "report", "results_page",
            "check_markdown_path", "demo", "demo_units",
            "demo_ratios", "paper", "paper_steps", "paper_estimate"]

@@ -113,6 +113,11 @@ def test_demo_writes_table_json_and_plot(build, fakes, capsys):
     fp_row = next(line for line in md.splitlines() if line.startswith("| fpraker.pe |"))
     assert "× baseline.bf16_pe (paper: 0.29 ×)" in fp_row
     assert "## Area ratios beside the papers'" in md and "](demo.png)" in md
+    # the designs beside their baselines at each one's own clock
+    assert "## At each design's own clock" in md
+    own = {(r["unit"], r["baseline"], r["operands"]) for r in doc["own_clock"]}
+    assert ("fast.fmac", "baseline.mac16", "2-bit mantissas") in own
+    assert any(u == "fpraker.pe" and b == "baseline.bf16_pe" for u, b, _ in own)
     assert {(r["unit"], r["other"]) for r in doc["ratios"]} >= {
         ("fpraker.pe", "baseline.bf16_pe"), ("fast.fmac", "baseline.mac16")}
     # the table and the closing paragraph are printed, with the commands to go further
@@ -127,6 +132,53 @@ def test_demo_failing_regression_is_exit_1_and_shown(build, fakes, capsys):
     md = (build / "demo" / "summary.md").read_text()
     assert "| gecko.compressor | lanes=2,fmt=bf16 | FAIL 2/3 |" in md
     assert "details" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# each design at its own clock
+
+
+def test_own_clock_rows_divide_work_per_area_at_each_fmax():
+    """MACs per cycle × fmax ÷ area for the design and its baseline; the own-clock ratio is the
+    one-clock ratio times the ratio of the clocks."""
+    pe = {"config": {"lanes": 8, "group": 16, "m_max": 4}, "area_um2": 2.0e5, "fmax_mhz": 80.0}
+    base = {"config": {"lanes": 16, "fmt": "bf16"}, "area_um2": 1.0e6, "fmax_mhz": 50.0}
+    rows = [r for r in report.own_clock_rows({"fast.fmac": pe, "baseline.mac16": base},
+                                             aliases={"fast.fmac/m4": "fast.fmac"})
+            if r["baseline"] == "baseline.mac16"]
+    assert [(r["operands"], r["macs_per_cycle"]) for r in rows] == [("2-bit mantissas", 16.0),
+                                                                     ("4-bit mantissas", 4.0)]
+    two = rows[0]
+    assert two["density"] == pytest.approx(16 * 80 / 0.2)         # M MAC/s per mm²
+    assert two["baseline_density"] == pytest.approx(16 * 50 / 1.0)
+    assert two["same"] == pytest.approx(1.0e6 / 2.0e5)
+    assert two["own"] == pytest.approx(two["same"] * 80 / 50)
+    assert rows[1]["own"] == pytest.approx(two["own"] / 4)
+    # extra measured work (a study's real operands) adds rows; no fmax, no row
+    extra = report.own_clock_rows({"fast.fmac/m4": pe, "baseline.mac16": base},
+                                  work={"fast.fmac/m4": [("study", 2.0)]})
+    assert ("study", 2.0) in {(r["operands"], r["macs_per_cycle"]) for r in extra}
+    assert not report.own_clock_rows({"fast.fmac/m4": pe,
+                                      "baseline.mac16": {**base, "fmax_mhz": None}})
+
+
+def test_energy_per_mac_is_retimed_by_its_leakage_only():
+    power = {"clock_ns": 10.0, "internal_mw": 3.0, "switching_mw": 1.0, "leakage_mw": 0.5,
+             "total_mw": 4.5, "activity_source": {"cycles": 100, "operands": {"groups": 20}}}
+    # 20 groups of 8 MACs over 100 cycles of 10 ns: 4.5 mW x 1 µs = 4.5 nJ
+    assert report.energy_at(power, 10.0, 8) == pytest.approx(4.5e-3 * 1e-6 / 160 * 1e12)
+    # at 20 ns only the leakage energy doubles
+    assert report.energy_at(power, 20.0, 8) == pytest.approx(5.0e-3 * 1e-6 / 160 * 1e12)
+    section = report.own_clock_section(
+        [{"label": "t", "unit": "a", "baseline": "b", "operands": "x", "macs_per_cycle": 1.0,
+          "fmax_mhz": 20.0, "area_um2": 1e6, "density": 20.0, "baseline_fmax_mhz": 40.0,
+          "baseline_density": 40.0, "baseline_macs_per_cycle": 1, "baseline_area_um2": 1e6,
+          "own": 0.5, "same": 1.0, "source": ""}],
+        {name: {**power, "config": {"rows": 2, "cols": 2, "lanes": 2},
+                "timing": {"fmax_mhz": 50.0}} for name in ("a", "b")})
+    assert "| t | a (1,000,000 µm²) | 20.0 | x | 1 | 20 | b: 40.0, 40 | 0.500× | 1.000× |" \
+        in section
+    assert "**1.00×**" in section and "at 10 ns" in section
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,6 +203,12 @@ def test_paper_estimate_without_a_recorded_run_is_the_documented_default(build):
     seconds, line = report.paper_estimate(build / "paper" / "times.json")
     assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values()))
     assert "about 2 h, from no recorded run" in line
+    # the two 8 x 8 syntheses at once: the longer one counts
+    seconds, line = report.paper_estimate(build / "paper" / "times.json", workers=2)
+    minutes = report.PAPER_DEFAULT_MINUTES
+    assert seconds == pytest.approx(60 * (sum(minutes.values()) - minutes[
+        "paper-size:fpraker.tile"]))
+    assert "about 1 h 30 min, from no recorded run" in line and "2 at a time here" in line
 
 
 def test_paper_estimate_uses_recorded_times_and_fills_the_rest(build):
@@ -196,7 +254,7 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
                                                                  monkeypatch):
     def studies(out, results):
         assert {"fpraker.tile", "baseline.bf16_tile"} <= set(results)
-        return "\n## FPRaker tile power (real MiniLM operands)\n"
+        return "\n## FPRaker tile power (real MiniLM operands)\n", {}, {}
 
     swept = []
 
@@ -211,7 +269,10 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
     monkeypatch.setattr(report, "_paper_sweep", sweep)
     assert report.paper(jobs=2) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("make paper: estimated time about 2 h, from no recorded run")
+    assert out[0].startswith("make paper: estimated time about 1 h 30 min, from no recorded "
+                             "run")
+    assert "fpraker.tile, baseline.bf16_tile at their paper configuration (with breakdown), " \
+        "2 at a time" in "\n".join(out)
     assert swept == [2]
     folder = build / "paper"
     recorded = json.loads((folder / "times.json").read_text())["steps"]
@@ -222,6 +283,9 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
     assert md.index("FPRaker tile power") < md.index("## Sweep of fpraker.encoder") \
         < md.index("# Units at their paper configuration")
     assert "![area_um2_vs_lanes](sweep/area_um2_vs_lanes.png)" in md  # links from build/paper
+    own = md[md.index("# Units at their paper configuration"):]
+    assert "## At each design's own clock" in own
+    assert "| FPRaker Table III tile | fpraker.tile (" in own
     doc = json.loads((folder / "summary.json").read_text())
     assert doc["fpraker.tile"]["area"]["fpraker.tile"]["config"]["rows"] == 4
     assert doc["paper_size"]["fpraker.tile"]["config"]["rows"] == 8
@@ -261,7 +325,8 @@ def test_results_page_is_stamped_and_stands_outside_the_build_folder(monkeypatch
 
 def test_paper_writes_the_results_page_only_when_every_step_passed(build, fakes, capsys,
                                                                    monkeypatch, tmp_path):
-    monkeypatch.setattr(report, "_fpraker_studies", lambda out, results: "\n## Studies\n")
+    monkeypatch.setattr(report, "_fpraker_studies",
+                        lambda out, results: ("\n## Studies\n", {}, {}))
 
     def sweep(out, jobs):
         out.mkdir(parents=True, exist_ok=True)

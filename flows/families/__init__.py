@@ -14,6 +14,8 @@ A family module (``flows/families/<family>.py``) may define:
     :class:`flows.studies.tensors.TensorAnalysis` entries for ``trainfab tensor-stats``;
 ``SCALINGS``
     :class:`flows.report.Scaling` entries: area against a size measure, with a linear fit;
+``OWN_CLOCKS``
+    :class:`flows.report.OwnClock` entries: a design beside its baseline at each one's fmax;
 ``ORDER``
     an integer placing the family in listings and reports (default 100; ties by module name).
 
@@ -29,7 +31,8 @@ from types import ModuleType
 from .. import FlowError
 
 #: what a family module may declare (each a sequence; a missing one is empty)
-DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES", "SCALINGS")
+DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES", "SCALINGS",
+                "OWN_CLOCKS")
 
 
 def discover(package: str = __name__) -> list[ModuleType]:
@@ -92,5 +95,10 @@ def scalings() -> list:
     return collect("SCALINGS")
 
 
+def own_clocks() -> list:
+    return collect("OWN_CLOCKS")
+
+
 __all__ = ["DECLARATIONS", "discover", "modules", "family_name", "collect", "units", "parts",
-           "comparisons", "benches", "tensor_analyses", "scalings"]
+           "comparisons", "benches", "tensor_analyses", "scalings",
+           "own_clocks"]

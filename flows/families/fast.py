@@ -11,7 +11,7 @@ import time
 
 from ..bench import Bench
 from ..registry import Unit
-from ..report import Comparison, Part
+from ..report import Comparison, OwnClock, Part
 
 ORDER = 40
 
@@ -130,9 +130,28 @@ COMPARISONS = tuple(
                       "16 kB) are not here; the array's skew/deskew registers are left out"),
 )
 
+def fmac_work(config: dict) -> list:
+    """MACs per cycle of the fMAC at ``config``: a group of ``group`` products takes
+    ``(mx/2)(my/2)`` cycles (:func:`golden.fast.numerics.rounds`), for each operand width up to
+    4 bits (FAST's widths)."""
+    from golden.fast.numerics import rounds
+
+    return [(f"{m}-bit mantissas", config["group"] / rounds(m, m))
+            for m in (2, 4) if m <= config["m_max"]]
+
+
+OWN_CLOCKS = tuple(
+    OwnClock(label=f"FAST Table IV: fMAC / 16 x {name} MACs", unit="fast.fmac/m4",
+             baseline=baseline, work=fmac_work,
+             baseline_work=lambda config: [("any", config["lanes"])],
+             source="FAST Table IV (45 nm, one clock)")
+    for name, baseline in (("INT-8", "baseline.mac16/int8"), ("bfloat16", "baseline.mac16"),
+                           ("FP16", "baseline.mac16/fp16"))
+)
+
 BENCHES = (
     Bench(name="fast", summary="FAST golden model: quantizer throughput and BFP GEMM time",
           run=fast_table),
 )
 
-__all__ = ["UNITS", "PARTS", "COMPARISONS", "BENCHES", "bench_fast", "fast_table"]
+__all__ = ["UNITS", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "fmac_work", "bench_fast", "fast_table"]

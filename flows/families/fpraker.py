@@ -5,11 +5,12 @@ area ratios against the bit-parallel baseline PE, and the benchmark of the PE's 
 (speed beside the baseline's, mean cycles per group of the four encoder/out-of-bounds variants).
 """
 
+import functools
 import time
 
 from ..bench import Bench
 from ..registry import Unit
-from ..report import Comparison, Part
+from ..report import Comparison, OwnClock, Part
 from ..studies import bdc
 from ..studies.tensors import TensorAnalysis
 
@@ -363,6 +364,76 @@ def _minilm_pairs(rows: int):
     return (f"MiniLM {models.POWER_LAYER} (K = {x.shape[1]})", A, B)
 
 
+#: the operands the own-clock comparison counts the FPRaker designs' cycles on (seed 0): a
+#: MiniLM-sized layer (ReLU'd 128 × 384 activations against 384 × 384 N(0,1) weights, the
+#: tile bench's) and N(0,1) both
+OWN_CLOCK_OPERANDS = {"MiniLM-sized layer (ReLU × N(0,1))": ("relu", 128, 384, 384),
+                      "random N(0,1)": ("normal", 128, 384, 384)}
+
+
+def _golden_config(cls, config: dict):
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in config.items() if k in names})
+
+
+def tile_work(config: dict) -> list:
+    """MACs per tile cycle of the FPRaker tile at ``config`` on :data:`OWN_CLOCK_OPERANDS`
+    (the tile GEMM model's cycle count: every stall of the tile included; computed once per
+    configuration and process)."""
+    return list(_tile_work(tuple(sorted(config.items()))))
+
+
+@functools.cache
+def _tile_work(items: tuple) -> tuple:
+    import numpy as np
+
+    from golden.fpraker.pe import random_operands
+    from golden.fpraker.tile import TileConfig
+    from golden.fpraker.tile_batch import tile_gemm_fast
+
+    cfg = _golden_config(TileConfig, dict(items))
+    out = []
+    for label, (kind, M, K, N) in OWN_CLOCK_OPERANDS.items():
+        rng = np.random.default_rng(0)
+        S, _ = random_operands(rng, M, K, kind)
+        P, _ = random_operands(rng, N, K, "normal")
+        r = tile_gemm_fast(S, P, cfg)
+        out.append((label, float(r.macs / r.cycles)))
+    return tuple(out)
+
+
+def pe_work(config: dict) -> list:
+    """MACs per cycle of the standalone FPRaker PE at ``config`` on :data:`OWN_CLOCK_OPERANDS`
+    (dot products of K = 384 from a cleared accumulator, the golden model's cycles)."""
+    import numpy as np
+
+    from golden.fpraker.pe import PEConfig, pe_dot_batch, random_operands
+
+    cfg = _golden_config(PEConfig, config)
+    out = []
+    for label, (kind, M, K, _) in OWN_CLOCK_OPERANDS.items():
+        A, B = random_operands(np.random.default_rng(0), M, K, kind)
+        cycles = pe_dot_batch(A, B, cfg)[1].sum()
+        out.append((label, float(M * K / cycles)))
+    return out
+
+
+def _lanes_per_cycle(config: dict) -> list:
+    return [("any", config["rows"] * config["cols"] * config["lanes"] if "rows" in config
+             else config["lanes"])]
+
+
+OWN_CLOCKS = (
+    OwnClock(label="FPRaker Table III tile", unit="fpraker.tile",
+             baseline="baseline.bf16_tile", work=tile_work, baseline_work=_lanes_per_cycle,
+             source="FPRaker Table III (both at 600 MHz in the paper)"),
+    OwnClock(label="FPRaker PE", unit="fpraker.pe", baseline="baseline.bf16_pe",
+             work=pe_work, baseline_work=_lanes_per_cycle,
+             source="FPRaker §V (PE without tile stalls)"),
+)
+
 BENCHES = (
     Bench(name="fpraker.pe", summary="FPRaker and baseline PE batch models: MAC/s and cycles "
           "per 8-MAC group", run=pe_tables),
@@ -372,5 +443,5 @@ BENCHES = (
           "against exact sums (TV18 bound) and cycles per group", run=exp_mode_tables),
 )
 
-__all__ = ["UNITS", "PARTS", "COMPARISONS", "BENCHES", "TABLE_III", "TILE_BLOCKS", "table_iii",
+__all__ = ["UNITS", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "tile_work", "pe_work", "TABLE_III", "TILE_BLOCKS", "table_iii",
            "variants", "bench_fpraker_pe", "pe_tables", "tile_tables", "exp_mode_tables"]
