@@ -426,10 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_arguments(s)
     s.set_defaults(func=sweep.cmd_sweep)
 
-    from .eda import power
+    from .eda import paths, power
     from .studies import speedup
 
-    for name, mod in (("power", power), ("speedup", speedup)):
+    for name, mod in (("power", power), ("paths", paths), ("speedup", speedup)):
         s = sub.add_parser(name, help=mod.HELP)
         mod.add_arguments(s)
         s.set_defaults(func=mod.cmd)

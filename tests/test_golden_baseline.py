@@ -282,3 +282,47 @@ def test_mac16_config_errors():
     with pytest.raises(ValueError, match="fmt"):
         MAC16Config("fp8")
     assert set(MAC16_FORMATS) == {"int8", "int12", "hfp8", "bf16", "fp16"}
+
+
+def test_mac16_operands_float_formats_round_each_value():
+    from golden.baseline import mac16_operands
+    from golden.common.rounding import convert_float
+
+    x = np.array([[0x3F80, 0xBFC0, 0x4370, 0x0001], [0x8000, 0x3FB0, 0x7F7F, 0x3C80]])
+    assert mac16_operands(MAC16Config("hfp8", lanes=4), x).tolist() == [
+        [0x1C, 0x5E, 0x3B, 0x00], [0x40, 0x1E, 0x3B, 0x04]]        # 240 and 2**127 saturate
+    # bf16 passes unchanged but for subnormals (read as zero by the MACs anyway)
+    assert mac16_operands(MAC16Config("bf16", lanes=4), x).tolist() == [
+        [0x3F80, 0xBFC0, 0x4370, 0x0000], [0x8000, 0x3FB0, 0x7F7F, 0x3C80]]
+    assert np.array_equal(mac16_operands(MAC16Config("fp16", lanes=4), x),
+                          convert_float(x, "bf16", "fp16", overflow="saturate"))
+    with pytest.raises(ValueError, match="Inf/NaN"):
+        mac16_operands(MAC16Config("fp16", lanes=1), [[0x7F80]])
+
+
+def test_mac16_operands_integers_scale_each_group():
+    from golden.baseline import mac16_operands
+    from golden.common import float_to_bf16
+
+    cfg = MAC16Config("int8", lanes=5)
+    # max 254 → s = 2: 1 → 0.5 → 0, 3 → 1.5 → 2, 5 → 2.5 → 2 (ties to even), -254 → -127
+    x = float_to_bf16(np.array([[254, 1, 3, 5, -3], [1, -254, 0, 0, 0], [0, -0.0, 0, 0, 0]],
+                               dtype=np.float32)).astype(np.int64)
+    q = mac16_operands(cfg, x)
+    signed = np.where(q >= 128, q - 256, q)
+    assert signed.tolist() == [[127, 0, 2, 2, -2], [0, -127, 0, 0, 0], [0, 0, 0, 0, 0]]
+    # against exact rationals on random groups, int8 and int12
+    rng = np.random.default_rng(5)
+    for name, top in (("int8", 127), ("int12", 2047)):
+        cfg = MAC16Config(name, lanes=16)
+        v = rng.standard_normal((200, 16)) * np.exp2(rng.integers(-20, 20, (200, 1)))
+        v[rng.random(v.shape) < 0.2] = 0
+        b = float_to_bf16(v.astype(np.float32)).astype(np.int64)
+        got = mac16_operands(cfg, b)
+        got = np.where(got >> (cfg.format.bits - 1), got - (1 << cfg.format.bits), got)
+        for row, qrow in zip(b.tolist(), got.tolist()):
+            vals = [_value(p, _fmt("bf16")) for p in row]
+            big = max(abs(t) for t in vals)
+            for t, qv in zip(vals, qrow):
+                exact = t * top / big
+                assert qv == round(exact), (row, t, qv)      # Fraction round(): ties to even

@@ -249,3 +249,74 @@ def test_format_names():
     assert format_named("uint4").max == 15 and format_named("int12").min == -2048
     with pytest.raises(ValueError, match="unknown number format"):
         format_named("float8")
+
+
+# ---------------------------------------------------------------------------------------------
+# convert_float: one float format rounded into another
+
+
+def _convert_oracle(bits: np.ndarray, src, dst, overflow: str) -> np.ndarray:
+    """Finite ``src`` patterns rounded into ``dst`` through float64 (every value involved is
+    exact in it): RNE at ``dst``'s precision with an unbounded exponent (``np.frexp``,
+    ``np.rint``), then the range (FTZ below the smallest normal, Inf or saturation above)."""
+    sign = (bits >> (src.width - 1)) & 1
+    e = (bits >> src.man_bits) & src.exp_max
+    man = bits & ((1 << src.man_bits) - 1)
+    v = np.where(e == 0, 0.0, np.ldexp(1.0 + man / 2.0 ** src.man_bits, e - src.bias))
+    _, ex = np.frexp(np.where(v == 0, 1.0, v))                   # v = f * 2**ex, f in [0.5, 1)
+    ulp = np.ldexp(1.0, ex - 1 - dst.man_bits)
+    r = np.rint(v / ulp) * ulp                                     # ties to even
+    _, rex = np.frexp(np.where(r == 0, 1.0, r))
+    E = rex - 1                                                    # r = 1.m * 2**E
+    field = np.clip(E + dst.bias, 1, dst.exp_max - 1)
+    mant = np.rint(np.ldexp(r, dst.man_bits - E)).astype(np.int64) - (1 << dst.man_bits)
+    out = (field.astype(np.int64) << dst.man_bits) | mant
+    over = (r != 0) & (E > dst.emax)
+    out = np.where(over, dst.inf if overflow == "inf" else dst.max_finite, out)
+    out = np.where((v == 0) | (E < dst.emin), 0, out)
+    return out | (sign << (dst.width - 1))
+
+
+@pytest.mark.parametrize("dst", ["fp16", "hfp8", "e4m3", "e5m2", "bf16", "fp32"])
+@pytest.mark.parametrize("overflow", ["inf", "saturate"])
+def test_convert_float_every_bf16_pattern(dst, overflow):
+    from golden.common.rounding import convert_float
+
+    src, fmt = format_named("bf16"), format_named(dst)
+    bits = np.arange(1 << 16, dtype=np.int64)
+    got = convert_float(bits, "bf16", dst, overflow=overflow)
+    finite = ((bits >> 7) & 0xFF) != 0xFF
+    assert np.array_equal(got[finite], _convert_oracle(bits[finite], src, fmt, overflow))
+    # Inf stays Inf, NaN becomes the quiet NaN, each with its sign
+    assert convert_float(np.array([0x7F80, 0xFF80, 0x7FC1, 0xFF81]), "bf16", dst).tolist() == [
+        fmt.inf, fmt.inf | 1 << (fmt.width - 1), fmt.inf | 1 << (fmt.man_bits - 1),
+        fmt.inf | 1 << (fmt.man_bits - 1) | 1 << (fmt.width - 1)]
+
+
+def test_convert_float_fp16_agrees_with_numpy_in_the_normal_range():
+    from golden.common.rounding import convert_float
+
+    bits = np.arange(1 << 16, dtype=np.int64)
+    bits = bits[((bits >> 7) & 0xFF) != 0xFF]
+    with np.errstate(over="ignore"):
+        ref = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float16)
+    normal = (np.abs(ref) >= np.float16(2.0 ** -14)) | (ref == 0)
+    got = convert_float(bits, "bf16", "fp16")
+    assert np.array_equal(got[normal], ref[normal].view(np.uint16).astype(np.int64))
+    # below fp16's normal range: a signed zero (FTZ) where IEEE keeps a subnormal
+    assert np.array_equal(got[~normal], (bits[~normal] >> 15) << 15)
+
+
+def test_convert_float_hand_values():
+    from golden.common.rounding import convert_float
+
+    # hfp8 (e4m2, bias 7): 1.0, -1.5, 224 (largest), 240 (the tie above 224: to even, 256, which
+    # overflows), 2**-6 (smallest normal), 1.125 (the tie between 1.0 and 1.25: to even, 1.0),
+    # 1.375 (to even, 1.5)
+    x = np.array([0x3F80, 0xBFC0, 0x4360, 0x4370, 0x3C80, 0x3F90, 0x3FB0])
+    assert convert_float(x, "bf16", "hfp8").tolist() == [0x1C, 0x5E, 0x3B, 0x3C, 0x04, 0x1C, 0x1E]
+    assert convert_float(x, "bf16", "hfp8", overflow="saturate")[3] == 0x3B
+    with pytest.raises(ValueError, match="not a named float"):
+        convert_float(x, "bf16", "int8")
+    with pytest.raises(ValueError, match="outside"):
+        convert_float(np.array([1 << 16]), "bf16", "fp16")

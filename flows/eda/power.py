@@ -161,12 +161,24 @@ def add_arguments(p) -> None:
 MODEL_OPERANDS = ("minilm", "minilm-l3")
 
 
+#: configuration fields giving the elements of one operand group, in the order they are tried
+GROUP_WIDTH_FIELDS = ("lanes", "group")
+
+
+def group_width(cfg) -> int:
+    """The elements of one operand group of a unit with ``cfg``: its ``lanes`` (PEs, tiles,
+    ``baseline.mac16``) or else its ``group`` (``fast.fmac``: the BFP group width)."""
+    for name in GROUP_WIDTH_FIELDS:
+        width = getattr(cfg, name, None)
+        if width is not None:
+            return int(width)
+    raise FlowError(f"{type(cfg).__name__} has neither a 'lanes' nor a 'group' field: the "
+                    f"power flow drives groups of bf16 values (PEs, tiles, MAC lanes, BFP groups)")
+
+
 def operand_shapes(cfg, groups: int) -> dict[str, tuple[int, ...]]:
     """The shapes of ``a`` and ``b`` the testbench contract gives a unit with ``cfg``."""
-    lanes = getattr(cfg, "lanes", None)
-    if lanes is None:
-        raise FlowError(f"{type(cfg).__name__} has no 'lanes' field: the power flow drives "
-                        f"groups of bf16 lanes (PEs and tiles)")
+    lanes = group_width(cfg)
     rows, cols = getattr(cfg, "rows", None), getattr(cfg, "cols", None)
     if rows is not None and cols is not None:
         return {"a": (cols, groups, lanes), "b": (rows, groups, lanes)}
@@ -685,6 +697,6 @@ def cmd(args) -> int:
     return 0
 
 
-__all__ = ["HELP", "add_arguments", "cmd", "power", "markdown", "operand_shapes",
+__all__ = ["HELP", "add_arguments", "cmd", "power", "markdown", "group_width", "operand_shapes",
            "synthetic_operands", "load_operands", "power_netlist", "sta_power_script",
            "parse_sta_power", "DEFAULT_GROUPS"]

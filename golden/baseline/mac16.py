@@ -9,7 +9,7 @@ import numpy as np
 from .. import check_choice, check_int
 from ..common.formats import format_named
 from ..common.fp_add import QNAN, fp32_add_bits
-from ..common.rounding import RoundConfig, round_raw
+from ..common.rounding import RoundConfig, convert_float, round_raw
 from ..common.stream import delayed_steps
 
 
@@ -94,6 +94,40 @@ def mac16_products(cfg: MAC16Config, a, b) -> np.ndarray:
     return np.where(nan, QNAN, out).astype(np.int64)
 
 
+def mac16_operands(cfg: MAC16Config, bf16) -> np.ndarray:
+    """bfloat16 bit patterns ``bf16`` (shape ``(..., lanes)``, one group per row: the operands
+    of one side) as bit patterns of ``cfg.fmt``, the way ``trainfab power`` feeds real-valued
+    operands to the unit:
+
+    * float formats: each value rounded to the format, RNE
+      (:func:`golden.common.rounding.convert_float`): subnormal inputs and results read as
+      signed zeros (DAZ/FTZ, as the MACs read them), a value past the largest finite one
+      saturates to it (no Inf operands; bf16 itself passes unchanged but for its subnormals);
+    * integer formats: each group scaled by its own ``s = max|x| / (2**(bits - 1) - 1)`` and
+      rounded, ``q = RNE(x / s)``, so the group's largest magnitude becomes ``±(2**(bits-1) -
+      1)``; an all-zero group stays zero.  Returned as two's complement bit patterns.
+
+    Inf/NaN inputs are refused (``ValueError``).
+    """
+    x = np.asarray(bf16, dtype=np.int64)
+    if x.ndim < 1 or (x.size and (x.min() < 0 or x.max() > 0xFFFF)):
+        raise ValueError("mac16_operands: bf16 bit patterns (0..0xFFFF) in rows of lanes")
+    if x.size and ((x >> 7) & 0xFF == 0xFF).any():
+        raise ValueError("mac16_operands: Inf/NaN operands (exponent field 255)")
+    if cfg.is_float:
+        return convert_float(x, "bf16", cfg.fmt, overflow="saturate")
+    fmt = cfg.format
+    top = (1 << (fmt.bits - 1)) - 1
+    v = (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    big = np.abs(v).max(axis=-1, keepdims=True)
+    # exact: v * top has at most 8 + 11 significant bits, and the float64 quotient is correctly
+    # rounded, so it lands on k + 1/2 only when the exact quotient does (a bf16 quotient of
+    # magnitude >= 1/2 is at least 2**-22 from any other half-integer)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.where(big == 0, 0.0, np.rint(v * top / np.where(big == 0, 1.0, big)))
+    return q.astype(np.int64) & ((1 << fmt.bits) - 1)
+
+
 def mac16_run(cfg: MAC16Config, groups) -> list:
     """The accumulators after each group ``(a, b, clear)`` (``a``/``b``: ``lanes`` bit patterns of
     the format): uint32 FP32 bit patterns, or the ``acc_bits``-bit two's complement integers as
@@ -133,4 +167,4 @@ def mac16_cycles(cfg: MAC16Config, cycles, acc=None) -> list:
 
 
 __all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16Config", "product_config", "mac16_products",
-           "mac16_run", "mac16_cycles"]
+           "mac16_operands", "mac16_run", "mac16_cycles"]

@@ -335,6 +335,45 @@ def _to_int(cfg, fmt, mag, exp, sign, rand, no):
     return Rounded(q == 0, sign, np.zeros(q.shape, dtype=np.int64), q, bits, inexact, over, no)
 
 
+def convert_float(bits, src, dst, mode: str = "rne", overflow: str = "inf") -> np.ndarray:
+    """Bit patterns of the float format ``src`` rounded into the float format ``dst`` (names or
+    :class:`~golden.common.formats.FloatFormat` objects), through the rounding block.
+
+    Each finite value is rounded once by ``mode`` (default RNE) to ``dst``'s precision;
+    ``overflow`` handles a result past ``dst``'s largest finite value (``"inf"``: ±Inf, as
+    IEEE RNE; ``"saturate"``: ±the largest finite value).  Subnormal inputs read as signed zero
+    (DAZ) and results below ``dst``'s smallest normal become signed zeros (FTZ), as every unit
+    in this repository reads them.  ±Inf stays ±Inf; NaN becomes ``dst``'s quiet NaN (the top
+    mantissa bit set) with the input's sign (``dst`` needs a mantissa bit for it).  Returns
+    ``int64`` bit patterns in ``bits``' shape.
+    """
+    src, dst = format_named(src), format_named(dst)
+    for f in (src, dst):
+        if not isinstance(f, FloatFormat) or format_named(f.name) != f:
+            raise ValueError(f"convert_float: {f} is not a named float format (bf16, fp16, "
+                             f"hfp8, e<E>m<M>, ...)")
+    b = np.asarray(bits, dtype=np.int64)
+    if b.size and (b.min() < 0 or b.max() >> src.width):
+        raise ValueError(f"convert_float: bit patterns outside 0..{(1 << src.width) - 1} "
+                         f"({src.name})")
+    P = src.man_bits
+    sign = (b >> (src.width - 1)) & 1
+    e = (b >> P) & src.exp_max
+    man = b & ((1 << P) - 1)
+    finite = e != src.exp_max
+    sig = np.where(finite & (e != 0), man | (1 << P), 0)                 # DAZ
+    nan = ~finite & (man != 0)
+    if dst.man_bits == 0 and nan.any():
+        raise ValueError(f"convert_float: {dst.name} has no mantissa bit for a NaN")
+    cfg = RoundConfig(fmt=dst.name, in_width=P + 1, frac=P, exp_width=src.exp_bits + 2,
+                      mode=mode, overflow=overflow)
+    out = round_checked(cfg, sig, np.where(sig == 0, 0, e - src.bias), sign,
+                        np.zeros_like(sig)).bits
+    special = np.where(nan, dst.inf | (1 << max(dst.man_bits - 1, 0)), dst.inf)
+    out = np.where(finite, out, (sign << (dst.width - 1)) | special)
+    return out.astype(np.int64)
+
+
 __all__ = ["MODES", "OVERFLOWS", "MAX_IN_WIDTH", "MAX_PIPELINE", "RoundConfig", "Rounded", "round_raw",
            "round_checked",
-           "bit_length"]
+           "bit_length", "convert_float"]

@@ -3,6 +3,9 @@
 lane's accumulator checked after every edge against the cycle model, so a group that reaches
 the accumulators a cycle early or late (``pipeline`` stages) fails.
 
+``power_run`` (``trainfab power``, registered only in power runs) drives the power flow's bf16
+operand groups converted to the unit's format by :func:`golden.baseline.mac16_operands`.
+
 Operands mix values near 1 (long accumulations stay meaningful) with every bit pattern of the
 format and its corners: ±0, subnormals (read as zero), the smallest and largest normals, ±Inf
 and NaN for float formats; the most negative and positive values for integers.
@@ -14,8 +17,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from golden.baseline import MAC16Config, mac16_cycles, mac16_run
+from golden.baseline import MAC16Config, mac16_cycles, mac16_operands, mac16_run
 from hdl.common.formats import group_layout
+from tb.common.power import PowerWindow, power_test
+from tb.common.power import operands as power_operands
 
 from ..common import config_from_env, port, rng, start, test_size, uint
 from ..common.layouts import pack
@@ -155,3 +160,29 @@ async def random_accumulations(dut):
         left -= 1
         groups.append((A[k], B[k], clear))
     await run_groups(dut, cfg, groups, r, gap=0.1)
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the bf16 operand groups ``a``/``b`` (groups, lanes) converted to
+    ``cfg.fmt`` by :func:`golden.baseline.mac16_operands` (float formats: each value rounded
+    to the format, RNE, saturating; integer formats: each group and side scaled by
+    ``s = max|x| / (2**(bits-1) - 1)``, ``q = RNE(x / s)``), driven one per cycle with no idle
+    cycle, every lane's accumulator cleared at the first group of every ``dot_groups`` and
+    checked after every edge against the golden model; the measured window covers exactly those
+    cycles and the ``pipeline`` cycles in which the last group reaches the accumulators."""
+    cfg = config_from_env(MAC16Config)
+    await start(dut)
+    await warm_up(dut, cfg)
+    ops = power_operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, cfg.lanes) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{cfg.lanes}) with groups a multiple of dot_groups"
+    A, B = mac16_operands(cfg, A), mac16_operands(cfg, B)
+    window = PowerWindow(dut)
+    accs = await run_groups(dut, cfg, [(A[g], B[g], g % dot == 0) for g in range(groups)],
+                            rng("power_run"))
+    assert len(accs) == groups
+    window.close(groups=groups, busy_cycles=groups, dot_products=groups // dot, fmt=cfg.fmt)

@@ -8,6 +8,9 @@ current one ends (``rounds(mx, my)`` cycles, T16), and every round reaches the a
 exactly ``pipeline`` cycles after it ran, so a result a cycle early or late fails.  The model's
 accumulator must hold :func:`fmac_run`'s result of each pair in the cycle ``pipeline + 1``
 after the pair's last round.  Dot products chain pairs without ``clear``.
+
+``power_run`` (``trainfab power``, registered only in power runs) converts the power flow's bf16
+operand groups into FAST's BFP with :func:`golden.fast.numerics.bfp_quantize_groups`.
 """
 
 import functools
@@ -16,8 +19,11 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.fast.numerics import FMAC_WIDTHS, FMACConfig, FMACSim, fmac_cycles, rounds
+from golden.common import bf16_to_float
+from golden.fast.numerics import (FMAC_WIDTHS, FMACConfig, FMACSim, bfp_quantize_groups,
+                                  fmac_cycles, rounds)
 from hdl.fast import pair_layout
+from tb.common.power import PowerWindow, operands, power_test
 
 from ..common import config_from_env, rng, start, test_size, uint
 from ..common.layouts import pack
@@ -193,3 +199,40 @@ async def width_above_m_max_sets_error(dut):
         [False] * (run.accepted[1] + 1) + [True]
     await replay(dut, cfg, run, "width above m_max")
     assert uint(dut.error) == 1
+
+
+def power_width(cfg) -> int:
+    """The mantissa width of both operands in power runs: FAST's 4 bits, or ``m_max`` when
+    the operand registers hold fewer."""
+    return min(cfg.m_max, 4)
+
+
+@power_test
+async def power_run(dut):
+    """``trainfab power``: the bf16 operand groups ``a``/``b`` (groups, group) converted, each
+    group on each side, into FAST's BFP (:func:`golden.fast.numerics.bfp_quantize_groups`, the
+    converter's quantizer with deterministic rounding, ``"trunc"``: the shared exponent of the
+    group's largest element, sign-magnitude mantissas truncated to ``mx = my = min(m_max, 4)``
+    bits), the pairs ``(a[g], b[g])`` driven back to back as fast as the fMAC takes them
+    (``rounds(mx, my)`` cycles each, no idle cycle), ``clear`` on the first pair of every
+    ``dot_groups``; every cycle's outputs checked against the cycle model and every pair's
+    result against :func:`fmac_run`.  The measured window covers the stream until the last
+    result is in the accumulator."""
+    cfg = config_from_env(FMACConfig)
+    await start(dut)
+    ops = operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, cfg.group) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{cfg.group}) with groups a multiple of dot_groups"
+    m = power_width(cfg)
+    xs, ys = (bfp_quantize_groups(bf16_to_float(v), m, "trunc") for v in (A, B))
+    pairs = [((int(xs[0][g]), xs[1][g].tolist(), xs[2][g].tolist()), m,
+              (int(ys[0][g]), ys[1][g].tolist(), ys[2][g].tolist()), m, g % dot == 0)
+             for g in range(groups)]
+    window = PowerWindow(dut)
+    accs, cycles = await stream(dut, cfg, FMACSim(cfg), pairs, "power run")
+    assert len(accs) == groups
+    window.close(groups=groups, busy_cycles=int(sum(cycles)), mantissa_bits=m,
+                 dot_products=groups // dot)

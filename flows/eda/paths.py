@@ -1,0 +1,164 @@
+"""Register-to-register paths of a synthesized unit: ``trainfab paths DIR --between FROM TO``.
+
+Reads a folder written by ``trainfab area`` (or ``close``, ``report``, ``make paper``): its
+``area.json`` names the unit's top module, liberty and clock period, and the mapped netlist
+``<top>.mapped.v`` lies beside it.  For each ``--between FROM TO`` pair OpenSTA gives the worst
+path from the cells matching ``FROM`` to those matching ``TO`` (glob patterns over the
+flattened netlist's instance names: a register's flip-flops keep the register's hierarchical
+name with a ``_reg`` suffix, e.g. ``pe0_0.accumulator.x[3]_reg``, so ``pe0_0.accumulator.x*``
+names the whole register).  The table gives each path's length (the clock period it alone would
+need, setup included: the run's period minus the path's slack), the clock that allows, and the
+path's start and end.  A loop — a register back to itself through logic — bounds the clock
+however many stages are added around it; this is how the docs name the loops that bound a
+unit.
+
+Errors (one line, exit status 2): a folder without ``area.json`` or the mapped netlist, a
+pattern that matches no cell (the message lists the netlist's register names), a missing
+OpenSTA, a tool failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .. import FlowError
+
+HELP = ("worst register-to-register paths between cell groups of a synthesized unit (OpenSTA "
+        "on an area run's netlist)")
+#: most register names a "no cell matches" error lists
+SHOWN_REGISTERS = 40
+
+
+def add_arguments(p) -> None:
+    p.add_argument("folder", metavar="DIR",
+                   help="a folder written by `trainfab area` (area.json and the mapped netlist)")
+    p.add_argument("--between", nargs=2, action="append", metavar=("FROM", "TO"), required=True,
+                   help="instance-name patterns (glob, e.g. 'pe0_0.accumulator.x*'); repeat "
+                        "for more pairs")
+    p.add_argument("--json", action="store_true", help="print the paths as JSON")
+
+
+def registers(netlist_text: str) -> list[str]:
+    """The register names of a mapped netlist: flip-flop instance names without their bit
+    index and ``_reg`` suffix, in order of first appearance."""
+    names = re.findall(r"^\s*DFF\w*\s+\\?(\S+)\s*\(", netlist_text, re.M)
+    return list(dict.fromkeys(re.sub(r"(\[\d+\])?_reg$", "", n) for n in names))
+
+
+def _tcl_string(s: str) -> str:
+    """``s`` as one Tcl word (braces keep glob characters and brackets literal)."""
+    if any(c in s for c in "{}\\\n"):
+        raise FlowError(f"pattern {s!r}: braces, backslashes and newlines are not allowed")
+    return "{" + s + "}"
+
+
+def script(run: dict, netlist: str, pairs: list[tuple[str, str]]) -> str:
+    """The OpenSTA script: the run's clock and I/O constraints (as ``trainfab area`` times
+    it), then per pair one line ``PATH k slack start end`` or ``NONE k from|to|path``."""
+    from .synth import sta_script
+
+    head = sta_script(run["top"], Path(netlist), Path(run["liberty"]), run["clock_ns"],
+                      run["has_clock"])
+    head = head.split("report_checks", 1)[0]
+    body = []
+    for k, (a, b) in enumerate(pairs):
+        body.append(f"""set f [get_cells -quiet {_tcl_string(a)}]
+set t [get_cells -quiet {_tcl_string(b)}]
+if {{[llength $f] == 0}} {{ puts "NONE {k} from" }} elseif {{[llength $t] == 0}} {{ puts "NONE {k} to" }} else {{
+  set p [find_timing_paths -from $f -to $t -path_delay max]
+  if {{[llength $p] == 0}} {{ puts "NONE {k} path" }} else {{
+    foreach e $p {{ puts "PATH {k} [get_property $e slack] [get_full_name [get_property $e startpoint]] [get_full_name [get_property $e endpoint]]" }}
+  }}
+}}""")
+    return head + "\n".join(body) + "\nexit\n"
+
+
+def load_run(folder: Path) -> tuple[dict, Path]:
+    """``(run, netlist)`` of an area folder: ``run`` holds ``top``, ``liberty``, ``clock_ns``
+    and ``has_clock``."""
+    from .. import registry
+
+    report = folder / "area.json"
+    if not report.is_file():
+        raise FlowError(f"{folder}: no area.json (give a folder written by `trainfab area`)")
+    try:
+        r = json.loads(report.read_text())
+        unit = registry.get(r["unit"])
+        run = {"unit": unit.name, "top": unit.top, "liberty": r["liberty"],
+               "clock_ns": float(r["clock_ns"])}
+    except (ValueError, KeyError, TypeError) as e:
+        raise FlowError(f"{report}: not an area report ({e})") from None
+    netlist = folder / f"{run['top']}.mapped.v"
+    if not netlist.is_file():
+        raise FlowError(f"{folder}: no mapped netlist {netlist.name}")
+    if not Path(run["liberty"]).is_file():
+        raise FlowError(f"{report}: its liberty {run['liberty']} is gone")
+    run["has_clock"] = bool(re.search(r"^\s*input\s+clk\s*;", netlist.read_text(), re.M))
+    return run, netlist
+
+
+def paths(folder, pairs: list[tuple[str, str]]) -> list[dict]:
+    """The worst path of each ``(FROM, TO)`` pair in an area run's ``folder``: ``from``, ``to``,
+    ``ns`` (the period that path needs), ``mhz``, ``start`` and ``end``."""
+    import tempfile
+
+    from .synth import _run
+    from .tools import require
+
+    folder = Path(folder)
+    run, netlist = load_run(folder)
+    sta = require("sta")
+    with tempfile.TemporaryDirectory(prefix="trainfab-paths-") as tmp:
+        tcl = Path(tmp) / "paths.tcl"
+        tcl.write_text(script(run, str(netlist.resolve()), pairs))
+        out = _run([sta, "-no_splash", "-exit", str(tcl)], Path(tmp) / "paths.log", "OpenSTA")
+    found: dict[int, dict] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[:1] == ["NONE"]:
+            k, what = int(parts[1]), parts[2]
+            if what == "path":
+                found[k] = None
+                continue
+            pattern = pairs[k][0 if what == "from" else 1]
+            regs = registers(netlist.read_text())
+            shown = ", ".join(regs[:SHOWN_REGISTERS]) + (" …" if len(regs) > SHOWN_REGISTERS
+                                                         else "")
+            raise FlowError(f"no cell of {netlist.name} matches {pattern!r}; its registers: "
+                            f"{shown}")
+        if parts[:1] == ["PATH"] and len(parts) == 5:
+            k, slack = int(parts[1]), float(parts[2])
+            ns = run["clock_ns"] - slack
+            found[k] = {"ns": round(ns, 3), "mhz": round(1000 / ns, 1) if ns > 0 else None,
+                        "start": parts[3], "end": parts[4]}
+    rows = []
+    for k, (a, b) in enumerate(pairs):
+        if k not in found:
+            raise FlowError(f"OpenSTA gave no answer for {a!r} → {b!r}; see its output")
+        rows.append({"from": a, "to": b, **(found[k] or {"ns": None, "mhz": None,
+                                                         "start": None, "end": None})})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown table of :func:`paths`' rows."""
+    lines = ["| from | to | path ns | clock it allows | start → end |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["ns"] is None:
+            lines.append(f"| `{r['from']}` | `{r['to']}` | no path | | |")
+        else:
+            mhz = f"{r['mhz']:.1f} MHz" if r["mhz"] else "n/a"
+            lines.append(f"| `{r['from']}` | `{r['to']}` | {r['ns']:.3f} | {mhz} | "
+                         f"`{r['start']}` → `{r['end']}` |")
+    return "\n".join(lines)
+
+
+def cmd(args) -> int:
+    rows = paths(args.folder, [tuple(p) for p in args.between])
+    print(json.dumps(rows, indent=2) if args.json else table(rows))
+    return 0
+
+
+__all__ = ["HELP", "add_arguments", "registers", "script", "load_run", "paths", "table", "cmd"]
