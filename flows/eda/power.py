@@ -68,7 +68,10 @@ that:
 * reads the operands with :func:`tb.common.power.operands`: the ``.npz`` arrays as int64 bf16
   bit patterns plus ``dot_groups`` (groups per dot product, default 8);
 
-  - PEs (a configuration with ``lanes`` but no ``rows``/``cols``): ``a`` and ``b`` of shape
+  - the group width ``lanes`` is the configuration's ``lanes`` field, or else its ``group``
+    field (:func:`group_width`; ``fast.fmac``'s BFP group); a configuration with neither is
+    refused;
+  - PEs and other single units (no ``rows``/``cols``): ``a`` and ``b`` of shape
     ``(groups, lanes)``;
   - tiles (a configuration with ``rows``, ``cols`` and ``lanes``): ``a`` of shape ``(cols,
     groups, lanes)`` (the operand streamed down each column) and ``b`` of shape ``(rows,
@@ -82,6 +85,24 @@ that:
   results against the golden model, and closes the window on a falling edge
   (``window.close(groups=G, **facts)``; facts such as ``busy_cycles`` are shown in the report);
 * touches only top-level ports (it runs on the mapped netlist, whose internal names differ).
+
+Units with a ``power_run``, and what they make of the bf16 operands:
+
+* ``fpraker.pe``, ``fpraker.tile``, ``baseline.bf16_pe``, ``baseline.bf16_tile``: bf16 as is;
+* ``baseline.mac16`` (one group per cycle into its ``lanes`` MACs): converted to ``fmt`` by
+  :func:`golden.baseline.mac16_operands`.  Float formats (hfp8, bf16, fp16): each value
+  rounded to the format, RNE, subnormals read and produced as signed zeros (DAZ/FTZ, as the
+  MACs read them), saturating at the largest finite value
+  (:func:`golden.common.rounding.convert_float`).  Integer formats (int8, int12): each group
+  of each side scaled by ``s = max|x| / (2**(bits-1) - 1)``, ``q = RNE(x / s)``; an all-zero
+  group stays zero.  Facts: ``busy_cycles`` (= groups), ``dot_products``, ``fmt``;
+* ``fast.fmac`` (shapes from ``group``): each group of each side converted to FAST's BFP by
+  the converter's quantizer with deterministic rounding
+  (:func:`golden.fast.numerics.bfp_quantize_groups`, ``"trunc"``: shared exponent of the
+  largest element, sign-magnitude mantissas truncated) at ``mx = my = min(m_max, 4)`` bits;
+  the pairs run back to back, ``rounds(mx, my)`` cycles each.  Facts: ``busy_cycles`` (the
+  rounds), ``mantissa_bits``, ``dot_products``.  The energy per group is per group pair of
+  ``group`` MACs.
 
 The flow checks ``a``/``b`` before synthesis (present, integer, shapes as above, bf16 patterns
 without Inf/NaN) and runs only ``power_run`` (cocotb test filter), so the dump and the window
