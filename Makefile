@@ -4,7 +4,7 @@
 #                   comparison table and a plot (a few minutes)
 #   make paper      every unit at its paper configuration, the papers' tables, tile power and
 #                   speedup on MiniLM, the term-encoder sweep and the 8 x 8 tiles; writes
-#                   docs/results.md (about 1.5 hours on 2 cores)
+#                   docs/results.md (about 1 h 20 min on 2 cores)
 #   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
 #                   at its paper and test configurations, synthesis of every unit at a small
 #                   configuration, flow and CLI tests (under 10 minutes on 2 cores)

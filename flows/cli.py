@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("paper", help="every unit at its paper configuration with its parts, the "
                        "papers' ratios and scalings, tile power and speedup on MiniLM, the "
-                       "term-encoder sweep and the 8 x 8 tiles (make paper; about 1.5 hours on "
+                       "term-encoder sweep and the 8 x 8 tiles (make paper; about 1 h 20 min on "
                        "2 cores, its estimate printed first)")
     s.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator (default: each unit's own)")

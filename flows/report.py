@@ -2,7 +2,7 @@
 configuration, generated, quick-regressed and measured in a few minutes, with a table, the
 papers' ratios and a plot), ``make paper`` (:func:`paper`: every unit at its paper
 configuration with its parts, ratios and scalings, the tiles' power and speedup studies, a
-sweep and the 8 × 8 tiles; about 1.5 hours on 2 cores) and ``trainfab report`` (area/timing at
+sweep and the 8 × 8 tiles; about 1 h 20 min on 2 cores) and ``trainfab report`` (area/timing at
 every paper preset, with ratios beside the papers' numbers).
 
 Units, the parts the papers report separately, the papers' own figures and the ratios they
@@ -86,6 +86,9 @@ class OwnClock:
     #: the same for the baseline (bit-parallel designs: a constant)
     baseline_work: object
     source: str = ""
+    #: ``make paper`` measures both designs' energy per MAC with ``trainfab power`` on its
+    #: synthetic operands (the unit or part's configuration, the power run's default operands)
+    power: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,17 +248,17 @@ def own_clock_section(rows: list[dict], power: dict | None = None) -> str:
         for name in (u, b):
             p = power[name]
             cfg = p["config"]
-            macs = cfg.get("rows", 1) * cfg.get("cols", 1) * cfg.get("lanes", 1)
+            macs = _macs_per_group(p)
             fmax = (p.get("timing") or {}).get("fmax_mhz")
             one = energy_at(p, p["clock_ns"], macs)
             own = energy_at(p, 1000 / fmax, macs) if fmax else None
             cells.append((name, cfg, p["clock_ns"], fmax, one, own))
         (nu, cu, ck, fu, eu1, euo), (nb, cb, _, fb, eb1, ebo) = cells
         size = lambda c: "×".join(str(c[k]) for k in ("rows", "cols") if k in c) or \
-            f"{c.get('lanes')} lanes"
+            (f"{c['lanes']} lanes" if "lanes" in c else f"groups of {c.get('group')}")
         own = (f"{euo:.2f} pJ at {fu:.1f} MHz / {ebo:.2f} pJ at {fb:.1f} MHz = "
                f"**{euo / ebo:.2f}×**" if euo and ebo else "n/a (no fmax)")
-        energy.append(f"| {nu} {size(cu)} / {nb} {size(cb)} | {own} | {eu1:.2f} / {eb1:.2f} pJ "
+        energy.append(f"| {nu} {size(cu)}{_power_facts(power[u])} / {nb} {size(cb)} | {own} | {eu1:.2f} / {eb1:.2f} pJ "
                       f"= {eu1 / eb1:.2f}× at {ck:g} ns |")
     if energy:
         text += ("\nEnergy per MAC from `trainfab power` (gate-level activity on the power "
@@ -356,6 +359,7 @@ def results_page(markdown: str, command: str, build: str) -> str:
             line = "#" + line
         body.append(re.sub(r"\[([^\]]*)\]\((?![a-z][a-z0-9+.-]*:|/|#)([^)]+)\)",
                            rf"\1 (`{build}/\2`)", line))
+    body = _without_empty_sections(body)
     return "\n".join([
         "# Results",
         "",
@@ -369,6 +373,23 @@ def results_page(markdown: str, command: str, build: str) -> str:
         "",
         *body,
     ]).rstrip() + "\n"
+
+
+def _without_empty_sections(lines: list[str]) -> list[str]:
+    """``lines`` of markdown without the headings whose section holds nothing (a plots
+    heading once its images are left out): a heading followed, blank lines apart, by a heading
+    of the same or a higher level, or by the end."""
+    def level(line: str) -> int:
+        return len(line) - len(line.lstrip("#")) if line.startswith("#") else 0
+
+    kept = []
+    for k, line in enumerate(lines):
+        if level(line):
+            following = next((x for x in lines[k + 1:] if x.strip()), None)
+            if following is None or 0 < level(following) <= level(line):
+                continue
+        kept.append(line)
+    return kept
 
 
 def report(liberty: str = "osu018", clock_ns: float = 10.0, markdown=None) -> int:
@@ -418,6 +439,60 @@ def _model_work(results: dict, work: dict) -> dict:
     return work
 
 
+def named_config(name: str):
+    """The unit and configuration that a unit or part name stands for: the unit's paper
+    configuration, with a part's field overrides.  A part with a component of its own (a
+    sub-block) is not a configuration of its unit: :class:`FlowError`."""
+    for part in families.parts():
+        if part.name == name:
+            if part.component:
+                raise FlowError(f"{name} is a sub-block of {part.unit}, not a configuration "
+                                "of it")
+            unit = registry.get(part.unit)
+            return unit, unit.make_config(load_config(unit), **part.overrides)
+    unit = registry.get(name)
+    return unit, load_config(unit)
+
+
+def _own_clock_power(out) -> tuple[str, dict]:
+    """The paper run's power runs of the :class:`OwnClock` pairs declared with ``power``:
+    each design and baseline at its paper configuration on the power run's synthetic
+    operands, into ``out/power/<name>``.  Returns the markdown section and the power reports
+    by unit or part name (for :func:`own_clock_section`'s energy table)."""
+    from .eda import power
+
+    names = list(dict.fromkeys(n for c in families.own_clocks() if c.power
+                               for n in (c.unit, c.baseline)))
+    if not names:
+        return "", {}
+    text = ["\n## Energy per MAC of the designs and their baselines (synthetic operands)\n"]
+    runs = {}
+    for name in names:
+        unit, cfg = named_config(name)
+        progress.echo(f"paper: power of {name} on synthetic operands …")
+        folder = out / "power" / name.replace("/", "-")
+        r = power.power(unit, cfg, outdir=folder)
+        runs[name] = r
+        text.append(f"- `{name}`: {r['total_mw']:.2f} mW at {r['clock_ns']:g} ns, "
+                    f"{r['energy_per_group_pj']:.1f} pJ per group of {_macs_per_group(r)} MACs"
+                    f"{_power_facts(r)} ({shown(folder / 'power.md')})")
+    return "\n".join(text) + "\n", runs
+
+
+def _macs_per_group(power: dict) -> int:
+    """MACs in one operand group of a power run: the tile's rows × cols × lanes, a PE's or the
+    MACs' lanes, or the fMAC's BFP ``group`` (a group pair)."""
+    cfg = power["config"]
+    return cfg.get("rows", 1) * cfg.get("cols", 1) * (cfg.get("lanes") or cfg.get("group", 1))
+
+
+def _power_facts(power: dict) -> str:
+    """The power run's operand facts worth naming beside its energy (mantissa widths)."""
+    facts = power["activity_source"].get("testbench_facts", {})
+    bits = facts.get("mantissa_bits")
+    return f", {bits}-bit mantissas" if bits else ""
+
+
 def _fpraker_studies(out, results: dict) -> tuple[str, dict, dict]:
     """The paper run's FPRaker tile studies: the power of both tiles on real MiniLM operands
     (:data:`POWER_TILE` tiles; gate-level activity) and the speedup study on MiniLM with the
@@ -439,7 +514,7 @@ def _fpraker_studies(out, results: dict) -> tuple[str, dict, dict]:
         text.append(f"- `{name}` {POWER_TILE['rows']}×{POWER_TILE['cols']}: "
                     f"{r['total_mw']:.2f} mW at {r['clock_ns']:g} ns, "
                     f"{r['energy_per_group_pj']:.1f} pJ per group "
-                    f"({out / 'power' / name / 'power.md'})")
+                    f"({shown(out / 'power' / name / 'power.md')})")
     f, b = mw["fpraker.tile"], mw["baseline.bf16_tile"]
     text.append(f"- power ratio FPRaker / baseline: **{f['total_mw'] / b['total_mw']:.2f}** "
                 f"(paper, Table III PE power: 0.23); energy per group: "
@@ -470,7 +545,7 @@ def _fpraker_studies(out, results: dict) -> tuple[str, dict, dict]:
                     f"{ours} with our area ratio; Eq. 4 ideal {s_['ideal_eq4']:.2f}×; "
                     f"useful lane-cycles {s_['useful_fraction']:.1%}, "
                     + ", ".join(f"{k} {v:.1%}" for k, v in s_["stall_fractions"].items()))
-    text.append(f"- paper: 1.5× average; report {paths['md']}")
+    text.append(f"- paper: 1.5× average; report {shown(paths['md'])}")
     work = [(f"MiniLM GEMMs, serial = {speedup._label(o, res)}",
              s_["macs"] / s_["fpraker_cycles"]) for o, s_ in res["summary"].items()
             if s_["fpraker_cycles"]]
@@ -619,8 +694,8 @@ NEXT_STEPS = """## Where to go next
 
 - `make paper`: every unit at its paper configuration with the parts, area ratios and scalings
   the papers report, the two 8 × 8 tiles of FPRaker's Table III, tile power and the speedup
-  study on MiniLM operands, and a 24-point term-encoder sweep, into `build/paper/` (about 1.5
-  hours on 2 cores; it prints its estimate first).
+  study on MiniLM operands, and a 24-point term-encoder sweep, into `build/paper/` (about 1 h
+  20 min on 2 cores; it prints its estimate first).
 - `trainfab list` names every unit; `trainfab area UNIT [--set FIELD=VALUE] [--breakdown]`
   measures one at its paper configuration (or yours), with its area by block.
 - `trainfab regress UNIT --effort full` runs a unit's long random regression;
@@ -751,14 +826,14 @@ PAPER_SWEEP = ("fpraker.encoder", "--grid", "lanes=1,2,4,8", "--grid", "encoding
                "--grid", "clock_ns=0.5,1,2")
 #: the paper run's record of its steps' times (seconds by step), read by the next run's estimate
 PAPER_TIMES = "times.json"
-#: minutes of each step when no run has recorded it, from a 2-core machine shared with other
-#: runs: the units with their parts and the 4 × 4 tiles, tile power and the speedup study on
-#: MiniLM (with the model's first fetch) took 33 minutes together, counted here as 28 for the
-#: units (split evenly over them) and 5 for the studies; the term-encoder sweep under 1; the
-#: 8 × 8 tiles with their breakdowns 31 (FPRaker) and 56 (baseline): about 2 hours in all one
-#: after the other, 1.5 hours with the two tiles synthesized at once
-PAPER_DEFAULT_MINUTES = {"units": 28, "studies": 5, "sweep": 1,
-                         "paper-size:fpraker.tile": 31, "paper-size:baseline.bf16_tile": 56}
+#: minutes of each step when no run has recorded it, from a 2-core machine (the run of
+#: 2026-11-25): the units with their parts and the 4 × 4 tiles 25; the studies (tile power and
+#: the speedup study on MiniLM, 5, and the power runs of FAST's fMAC and its three MAC
+#: baselines, about 5 more); the term-encoder sweep under 1; the 8 × 8 tiles with their
+#: breakdowns 19 (FPRaker) and 46 (baseline), synthesized at once: about 1 h 20 min in all
+#: (1 h 40 min with the tiles one after the other)
+PAPER_DEFAULT_MINUTES = {"units": 25, "studies": 10, "sweep": 1,
+                         "paper-size:fpraker.tile": 19, "paper-size:baseline.bf16_tile": 46}
 #: a unit measured at its paper size not listed above
 PAPER_DEFAULT_SIZE_MINUTES = 30
 
@@ -812,7 +887,7 @@ def paper_estimate(times_path, workers: int = 1) -> tuple[float, str]:
     """``make paper``'s expected time and the line saying so: each step's time from the last
     paper run's ``times_path`` when recorded there; for a paper-size synthesis not recorded,
     the last ``trainfab area UNIT --breakdown`` at the paper configuration; else the defaults
-    of :data:`PAPER_DEFAULT_MINUTES` (about 2 hours on 2 cores one after the other).  The
+    of :data:`PAPER_DEFAULT_MINUTES` (about 1 h 40 min on 2 cores one after the other).  The
     paper-size syntheses run ``workers`` at a time: they count as the longest of them or their
     sum over ``workers``, whichever is more."""
     steps = paper_steps()
@@ -841,7 +916,7 @@ def paper_estimate(times_path, workers: int = 1) -> tuple[float, str]:
     where = " and ".join(dict.fromkeys(sources))
     if not timed:
         how = ("from no recorded run: the times measured on a 2-core machine, where the two "
-               "8 × 8 tile syntheses take about 1.5 h one after the other"
+               "8 × 8 tile syntheses take about 65 min one after the other"
                + (f", {workers} at a time here" if workers > 1 else ""))
     elif timed == len(steps) and where == str(times_path):
         how = f"from the last run's times in {where}"
@@ -986,12 +1061,17 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
         bar.update()
     smaller = [f"`{u.name}` at {config_label(u.demo_overrides)}" for u in units
                if u.demo_overrides]
-    sections["units"] = (("Measured smaller in this section: " + ", ".join(smaller) + "; their "
-                          "paper configurations are in the last section.\n\n" if smaller else "")
-                         + _tables(results, states))
+    intro = ("Measured smaller in this section: " + ", ".join(smaller) + "; their paper "
+             "configurations are in the last section.\n\n" if smaller else "")
+    sections["units"] = intro + _tables(results, states)
     write()
     with timed(STUDIES_STEP):
         sections["studies"], power_runs, study_work = _fpraker_studies(out, results)
+        energy, fast_power = _own_clock_power(out)
+        sections["studies"] += energy
+        power_runs = {**power_runs, **fast_power}
+    # the units' tables again, now with the energy per MAC of the pairs measured
+    sections["units"] = intro + _tables(results, states, power=power_runs)
     bar.update()
     write()
     with timed(SWEEP_STEP):

@@ -181,6 +181,71 @@ def test_energy_per_mac_is_retimed_by_its_leakage_only():
     assert "**1.00×**" in section and "at 10 ns" in section
 
 
+def _power(name, config, mantissa_bits=None):
+    """A power report of ``name`` at ``config``: 1 mW of dynamic power over 64 cycles of 10 ns
+    for 16 groups, no leakage."""
+    facts = {"mantissa_bits": mantissa_bits} if mantissa_bits else {}
+    return {"unit": name.split("/")[0], "config": config, "clock_ns": 10.0, "total_mw": 1.0,
+            "internal_mw": 0.75, "switching_mw": 0.25, "leakage_mw": 0.0,
+            "energy_per_group_pj": 40.0, "timing": {"fmax_mhz": 50.0},
+            "activity_source": {"cycles": 64, "operands": {"groups": 16},
+                                "testbench_facts": facts}}
+
+
+def test_energy_per_mac_counts_the_fmacs_group_and_names_its_mantissas():
+    """The fMAC's power run has no lanes: a group pair is ``group`` MACs."""
+    fmac = _power("fast.fmac/m4", {"group": 16, "m_max": 4}, mantissa_bits=4)
+    mac16 = _power("baseline.mac16/int8", {"lanes": 16, "fmt": "int8"})
+    # 1 mW x 640 ns = 640 pJ over 16 groups of 16 MACs
+    assert report.energy_at(fmac, 10.0, report._macs_per_group(fmac)) == pytest.approx(2.5)
+    rows = report.own_clock_rows(
+        {"fast.fmac/m4": {"config": fmac["config"], "area_um2": 1e5, "fmax_mhz": 50.0},
+         "baseline.mac16/int8": {"config": mac16["config"], "area_um2": 6e5, "fmax_mhz": 180.0}})
+    section = report.own_clock_section(rows, {"fast.fmac/m4": fmac,
+                                              "baseline.mac16/int8": mac16})
+    assert ("| fast.fmac/m4 groups of 16, 4-bit mantissas / baseline.mac16/int8 16 lanes | "
+            "2.50 pJ at 50.0 MHz / 2.50 pJ at 50.0 MHz = **1.00×** |") in section
+
+
+def test_named_config_applies_a_parts_overrides():
+    unit, cfg = report.named_config("baseline.mac16/int8")
+    assert unit.name == "baseline.mac16" and cfg.fmt == "int8"
+    unit, cfg = report.named_config("fast.fmac/m4")
+    assert unit.name == "fast.fmac" and cfg.m_max == 4
+    unit, cfg = report.named_config("baseline.mac16")
+    assert cfg == flows.config.load_config(unit)
+    subs = [p.name for p in families.parts() if p.component]
+    with pytest.raises(flows.FlowError, match="sub-block"):
+        report.named_config(subs[0])
+
+
+def test_paper_measures_the_energy_of_every_pair_declared_with_power(build, monkeypatch):
+    """``_own_clock_power`` runs ``trainfab power`` once per design or baseline of the pairs
+    declared with ``power`` (FAST's fMAC and its three MAC baselines), each at its
+    configuration, into a folder of its own."""
+    import flows.eda.power as power
+
+    ran = []
+
+    def fake_power(unit, cfg, outdir=None, **kw):
+        ran.append((unit.name, unit.hardware_config(cfg), outdir.name))
+        bits = 4 if unit.name == "fast.fmac" else None
+        return _power(unit.name, unit.hardware_config(cfg), bits)
+
+    monkeypatch.setattr(power, "power", fake_power)
+    text, runs = report._own_clock_power(build / "paper")
+    declared = {n for c in families.own_clocks() if c.power for n in (c.unit, c.baseline)}
+    assert set(runs) == declared == {"fast.fmac/m4", "baseline.mac16/int8", "baseline.mac16",
+                                     "baseline.mac16/fp16"}
+    assert len(ran) == len(declared)
+    by_folder = {folder: (name, cfg) for name, cfg, folder in ran}
+    assert by_folder["fast.fmac-m4"][1]["m_max"] == 4
+    assert by_folder["baseline.mac16-int8"][1]["fmt"] == "int8"
+    assert "- `fast.fmac/m4`: 1.00 mW at 10 ns, 40.0 pJ per group of 16 MACs, 4-bit mantissas" \
+        in text
+    assert "- `baseline.mac16/fp16`: 1.00 mW at 10 ns, 40.0 pJ per group of 16 MACs (" in text
+
+
 # --------------------------------------------------------------------------------------------
 # make paper
 
@@ -202,13 +267,13 @@ def test_paper_steps_end_with_the_paper_size_tiles():
 def test_paper_estimate_without_a_recorded_run_is_the_documented_default(build):
     seconds, line = report.paper_estimate(build / "paper" / "times.json")
     assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values()))
-    assert "about 2 h, from no recorded run" in line
+    assert "about 1 h 40 min, from no recorded run" in line
     # the two 8 x 8 syntheses at once: the longer one counts
     seconds, line = report.paper_estimate(build / "paper" / "times.json", workers=2)
     minutes = report.PAPER_DEFAULT_MINUTES
     assert seconds == pytest.approx(60 * (sum(minutes.values()) - minutes[
         "paper-size:fpraker.tile"]))
-    assert "about 1 h 30 min, from no recorded run" in line and "2 at a time here" in line
+    assert "about 1 h 20 min, from no recorded run" in line and "2 at a time here" in line
 
 
 def test_paper_estimate_uses_recorded_times_and_fills_the_rest(build):
@@ -266,10 +331,11 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
         return 0
 
     monkeypatch.setattr(report, "_fpraker_studies", studies)
+    monkeypatch.setattr(report, "_own_clock_power", lambda out: ("\n## Energy\n", {}))
     monkeypatch.setattr(report, "_paper_sweep", sweep)
     assert report.paper(jobs=2) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("make paper: estimated time about 1 h 30 min, from no recorded "
+    assert out[0].startswith("make paper: estimated time about 1 h 20 min, from no recorded "
                              "run")
     assert "fpraker.tile, baseline.bf16_tile at their paper configuration (with breakdown), " \
         "2 at a time" in "\n".join(out)
@@ -280,7 +346,8 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
     md = (folder / "summary.md").read_text()
     # every unit, its parts and the tiles at 4 x 4, then the studies, the sweep and the 8 x 8
     assert "| fast.fmac/m4 |" in md and "| baseline.mac16/int8 |" in md
-    assert md.index("FPRaker tile power") < md.index("## Sweep of fpraker.encoder") \
+    assert md.index("FPRaker tile power") < md.index("## Energy") \
+        < md.index("## Sweep of fpraker.encoder") \
         < md.index("# Units at their paper configuration")
     assert "![area_um2_vs_lanes](sweep/area_um2_vs_lanes.png)" in md  # links from build/paper
     own = md[md.index("# Units at their paper configuration"):]
@@ -323,10 +390,19 @@ def test_results_page_is_stamped_and_stands_outside_the_build_folder(monkeypatch
     assert "[papers](https://example.org/p)" in page and "[above](#area)" in page
 
 
+def test_results_page_leaves_out_headings_left_empty_by_the_plots():
+    summary = ("# Run\n\n## Sweep\n\n| a |\n\n### Plots\n\n![p](p.png)\n\n## Next\n\ntext\n"
+               "\n### Plots\n\n![q](q.png)\n")
+    page = report.results_page(summary, "make paper", "build/paper")
+    assert "Plots" not in page
+    assert "### Sweep" in page and "### Next" in page and "| a |" in page
+
+
 def test_paper_writes_the_results_page_only_when_every_step_passed(build, fakes, capsys,
                                                                    monkeypatch, tmp_path):
     monkeypatch.setattr(report, "_fpraker_studies",
-                        lambda out, results: ("\n## Studies\n", {}, {}))
+                        lambda out, results: ("\n## Studies\n\n- a study\n", {}, {}))
+    monkeypatch.setattr(report, "_own_clock_power", lambda out: ("", {}))
 
     def sweep(out, jobs):
         out.mkdir(parents=True, exist_ok=True)

@@ -144,7 +144,7 @@ OWN_CLOCKS = tuple(
     OwnClock(label=f"FAST Table IV: fMAC / 16 x {name} MACs", unit="fast.fmac/m4",
              baseline=baseline, work=fmac_work,
              baseline_work=lambda config: [("any", config["lanes"])],
-             source="FAST Table IV (45 nm, one clock)")
+             source="FAST Table IV (45 nm, one clock)", power=True)
     for name, baseline in (("INT-8", "baseline.mac16/int8"), ("bfloat16", "baseline.mac16"),
                            ("FP16", "baseline.mac16/fp16"))
 )
