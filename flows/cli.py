@@ -117,7 +117,9 @@ def cmd_regress(args) -> int:
 
 
 def cmd_area(args) -> int:
-    from .eda.synth import area, breakdown_markdown
+    from .eda.synth import area, breakdown_markdown, check_max_fanout
+
+    check_max_fanout(args.max_fanout)
 
     unit = registry.get(args.unit)
     refuse_runtime_sets(unit, args.sets, "the area")
@@ -125,23 +127,31 @@ def cmd_area(args) -> int:
     before = None if args.output else _area_config(unit)
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
-             outdir=Path(args.output) if args.output else None, breakdown=args.breakdown)
+             outdir=Path(args.output) if args.output else None, breakdown=args.breakdown,
+             max_fanout=args.max_fanout)
     fmax = f"{r['fmax_mhz']:.1f} MHz" if r.get("fmax_mhz") else "n/a"
     ge = f" ({r['area_ge']:,.0f} GE)" if r.get("area_ge") else ""
     path = (f" ({r['startpoint']} → {r['endpoint']})" if r.get("startpoint") else "")
     print(f"{unit.name}: {r['area_um2']:.1f} µm²{ge}, {r['cells']} cells, {r['flip_flops']} "
           f"flip-flops, ~{r['transistors_estimate']} transistors, critical path "
           f"{r.get('critical_path_ns')} ns{path}, fmax {fmax}")
+    b = r.get("fanout_buffers")
+    if b is not None:
+        print(f"{unit.name}: with buffer trees on nets of more than {b['max_fanout']} loads: "
+              f"{b['buffers']} {b['buffer']} on {b['nets']} nets, {b['area_um2']:,.1f} µm² "
+              f"(area as mapped {r['area_um2_as_mapped']:.1f} µm²)")
     if args.breakdown:
         print(breakdown_markdown(r))
         if unit.breakdown_table:
             print(registry.resolve(unit.breakdown_table)(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
-    run = {"config": r["config"], "clock_ns": r["clock_ns"], "liberty": r["liberty"]}
+    run = {"config": r["config"], "clock_ns": r["clock_ns"], "liberty": r["liberty"],
+           "max_fanout": (r.get("fanout_buffers") or {}).get("max_fanout")}
     if before is not None and before != run:
         changed = [f"{k}={v}" for k, v in before["config"].items()
                    if r["config"].get(k, v) != v]
-        changed += [f"{k} {before[k]}" for k in ("clock_ns", "liberty") if before[k] != run[k]]
+        changed += [f"{k} {before[k]}" for k in ("clock_ns", "liberty", "max_fanout")
+                    if before[k] != run[k]]
         print(f"note: this replaced the report of another run of {unit.name} in "
               f"{r['outdir']} ({', '.join(changed) or 'another configuration'}); the default "
               "folder holds the latest run of each unit: give -o DIR to keep several")
@@ -156,7 +166,8 @@ def _area_config(unit):
     try:
         old = json.loads((build_dir() / "area" / unit.name / "area.json").read_text())
         return {"config": dict(old["config"]), "clock_ns": old["clock_ns"],
-                "liberty": old["liberty"]}
+                "liberty": old["liberty"],
+                "max_fanout": (old.get("fanout_buffers") or {}).get("max_fanout")}
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -411,6 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "of the unit: a run of another configuration replaces it)")
         s.add_argument("--breakdown", action="store_true",
                        help="also synthesize hierarchically and report the area of each block")
+        s.add_argument("--max-fanout", type=int, metavar="N", default=None,
+                       help="buffer trees on every cell-driven net of more than N loads (2 to "
+                            "10,000) before timing, as placement-aware synthesis inserts them; "
+                            "default: the netlist as mapped")
         s.set_defaults(func=func)
 
     from .eda import close

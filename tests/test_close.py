@@ -234,3 +234,25 @@ def test_a_rerun_removes_the_depth_folders_of_an_earlier_deeper_run(fake_synth, 
                                                               "pipeline2", "pipeline4"]
     assert [p.name for p in (out / "pipeline4").iterdir()
             if not p.name.startswith(".")] == ["notes.txt"]
+
+
+def test_close_times_every_depth_with_buffer_trees_when_asked(monkeypatch, tmp_path):
+    """``--max-fanout N`` reaches every depth's area run; without it, none gets the option."""
+    seen = []
+
+    def fake(unit, cfg, **kw):
+        seen.append(kw.get("max_fanout", "absent"))
+        return _fake_area_for({0: 10.0, 1: 4.0, 2: 4.0, 3: 4.0}, [])(unit, cfg, **{
+            k: v for k, v in kw.items() if k != "max_fanout"})
+
+    monkeypatch.setattr(flows.eda.close, "flop_timing", lambda lib: FLOP)
+    monkeypatch.setattr(flows.eda.synth, "area", fake)
+    assert main(["close", "common.fp_add", "--clock-ns", "5", "--max-fanout", "16", "-o",
+                 str(tmp_path / "a")]) == 0
+    assert seen == [16, 16]
+    assert json.loads((tmp_path / "a" / "close.json").read_text())["max_fanout"] == 16
+    assert "buffer trees on the nets of more than 16 loads" in (tmp_path / "a" /
+                                                                "close.md").read_text()
+    seen.clear()
+    assert main(["close", "common.fp_add", "--clock-ns", "5", "-o", str(tmp_path / "b")]) == 0
+    assert seen == ["absent", "absent"]

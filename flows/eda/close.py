@@ -140,14 +140,16 @@ def meets(report: dict) -> bool:
 
 def synth_depth(task: dict) -> dict:
     """Synthesize one depth (the same function in this process and in worker processes);
-    ``task``: ``unit`` (name), ``config`` (dict), ``clock_ns``, ``liberty``, ``outdir``."""
+    ``task``: ``unit`` (name), ``config`` (dict), ``clock_ns``, ``liberty``, ``outdir`` and
+    optionally ``max_fanout`` (buffer trees, :func:`flows.eda.synth.area`)."""
     from .. import registry
     from .synth import area
 
     unit = registry.get(task["unit"])
     cfg = unit.make_config(None, **task["config"])
     return area(unit, cfg, liberty=task["liberty"], clock_ns=task["clock_ns"],
-                outdir=Path(task["outdir"]), progress=False)
+                outdir=Path(task["outdir"]), progress=False,
+                **({"max_fanout": task["max_fanout"]} if "max_fanout" in task else {}))
 
 
 def _row(depth: int, r: dict) -> dict:
@@ -231,7 +233,9 @@ def _markdown(unit: Unit, result: dict) -> str:
             f"depths 0..{result['max_depth']}.\n\n{table(result['rows'])}\n\n{verdict}\n\n"
             f"Flip-flop floor ({ff['cell']}): clock-to-Q {ff['clk_to_q_ns']:.3f} ns + setup "
             f"{ff['setup_ns']:.3f} ns.  Liberty: `{result['liberty']}`.  Each depth's synthesis "
-            "is in `pipeline<d>/`.\n")
+            "is in `pipeline<d>/`."
+            + (f"  Timed with buffer trees on the nets of more than {result['max_fanout']} loads "
+               "(`--max-fanout`)." if result.get("max_fanout") is not None else "") + "\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,14 +243,15 @@ def _markdown(unit: Unit, result: dict) -> str:
 
 
 def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: int = 1,
-          outdir: Path | None = None) -> dict:
+          outdir: Path | None = None, max_fanout: int | None = None) -> dict:
     """Find the smallest ``pipeline`` depth of ``unit`` (configuration ``base``, its own
     ``pipeline`` ignored) that meets ``clock_ns``; write the outputs (module docstring) into
     ``outdir`` (default ``build/close/<unit>``) and return the result: ``rows`` (one per depth
     tried), ``chosen`` (a depth, or ``None``), ``best`` and ``best_path`` (the depth with the
-    best slack and its critical path), ``outdir``."""
+    best slack and its critical path), ``outdir``.  With ``max_fanout`` every depth is timed
+    with buffer trees on its high-fanout nets (:func:`flows.eda.synth.area`)."""
     from ..runs import check_output, staged
-    from .synth import check_clock
+    from .synth import check_clock, check_max_fanout
     from .tools import liberty as find_liberty
     from .tools import require
 
@@ -254,6 +259,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
         raise FlowError(f"{unit.name} has no pipeline field; units with one: "
                         f"{', '.join(pipelined_units()) or 'none'}")
     clock_ns = check_clock(clock_ns)
+    check_max_fanout(max_fanout)
     final = check_output(outdir or build_dir() / "close" / unit.name)
     require("yosys")
     require("sta")
@@ -272,7 +278,9 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
             progress.echo(f"[{d + 1}/{len(depths)}] {unit.name} pipeline={d}: synthesizing …")
         tasks = [{"unit": unit.name, "config": {**_config(base), "pipeline": d},
                   "clock_ns": clock_ns, "liberty": str(lib),
-                  "outdir": str(final / f"pipeline{d}")} for d in batch]
+                  "outdir": str(final / f"pipeline{d}"),
+                  **({"max_fanout": max_fanout} if max_fanout is not None else {})}
+                 for d in batch]
         for d, r in zip(batch, _run_batch(tasks, jobs)):
             reports[d] = r
             row = _row(d, r)
@@ -294,7 +302,8 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     toml_name = f"{unit.name}.toml"
     result = {"unit": unit.name, "clock_ns": clock_ns, "liberty": str(lib),
               "base": _config(base), "max_depth": top, "rows": rows, "chosen": chosen,
-              "best": best, "best_path": best_path, "flop": flop, "toml": toml_name}
+              "best": best, "best_path": best_path, "flop": flop, "toml": toml_name,
+              "max_fanout": max_fanout}
     with staged(final, stale=(toml_name, "area.json", "area.md", "close.json", "close.md"),
                 last=("close.md", "close.json")) as work:
         cfg = dataclasses.replace(base, pipeline=best)
@@ -354,6 +363,9 @@ def add_arguments(p, config_args, clock_type) -> None:
                    help="depths synthesized at a time, in worker processes (default 1)")
     p.add_argument("--output", "-o", metavar="DIR",
                    help="output folder (default build/close/UNIT)")
+    p.add_argument("--max-fanout", type=int, metavar="N", default=None,
+                   help="time every depth with buffer trees on nets of more than N loads "
+                        "(2 to 10,000), as `area --max-fanout`")
 
 
 def cmd(args) -> int:
@@ -370,7 +382,7 @@ def cmd(args) -> int:
     refuse_runtime_sets(unit, args.sets, "the timing")
     base = load_config(unit, args.config, args.sets)
     r = close(unit, base, args.clock_ns, liberty=args.liberty, jobs=args.jobs,
-              outdir=Path(args.output) if args.output else None)
+              outdir=Path(args.output) if args.output else None, max_fanout=args.max_fanout)
     print(table(r["rows"]))
     out = Path(r["outdir"])
     if r["chosen"] is None:

@@ -12,6 +12,12 @@ path's start and end.  A loop — a register back to itself through logic — bo
 however many stages are added around it; this is how the docs name the loops that bound a
 unit.
 
+With ``--max-fanout N`` the same pairs are also timed on a copy of the netlist with a buffer
+tree on every net of more than ``N`` loads that a cell drives (:mod:`flows.eda.fanout`; yosys
++ ABC leave the nets flip-flops drive unbuffered), with the whole design's worst path on both
+netlists and the buffers' count and area: how much of a path is missing buffering rather than
+the design's logic.
+
 Errors (one line, exit status 2): a folder without ``area.json`` or the mapped netlist, a
 pattern that matches no cell (the message lists the netlist's register names), a missing
 OpenSTA, a tool failure.
@@ -37,6 +43,10 @@ def add_arguments(p) -> None:
     p.add_argument("--between", nargs=2, action="append", metavar=("FROM", "TO"), required=True,
                    help="instance-name patterns (glob, e.g. 'pe0_0.accumulator.x*'); repeat "
                         "for more pairs")
+    p.add_argument("--max-fanout", type=int, metavar="N", default=None,
+                   help="also time the pairs with a buffer tree on every cell-driven net of "
+                        "more than N loads (2 to 10,000), as placement-aware synthesis would "
+                        "insert")
     p.add_argument("--json", action="store_true", help="print the paths as JSON")
 
 
@@ -72,7 +82,7 @@ if {{[llength $f] == 0}} {{ puts "NONE {k} from" }} elseif {{[llength $t] == 0}}
     foreach e $p {{ puts "PATH {k} [get_property $e slack] [get_full_name [get_property $e startpoint]] [get_full_name [get_property $e endpoint]]" }}
   }}
 }}""")
-    return head + "\n".join(body) + "\nexit\n"
+    return head + "\n".join(body) + "\nputs \"WORST\"\nreport_checks -path_delay max -digits 3\nexit\n"
 
 
 def load_run(folder: Path) -> tuple[dict, Path]:
@@ -99,23 +109,16 @@ def load_run(folder: Path) -> tuple[dict, Path]:
     return run, netlist
 
 
-def paths(folder, pairs: list[tuple[str, str]]) -> list[dict]:
-    """The worst path of each ``(FROM, TO)`` pair in an area run's ``folder``: ``from``, ``to``,
-    ``ns`` (the period that path needs), ``mhz``, ``start`` and ``end``."""
-    import tempfile
+def _query(sta: str, run: dict, netlist: Path, pairs, tmp: Path, tag: str) -> tuple[dict, dict]:
+    """OpenSTA on ``netlist``: the worst path of each pair (index → row fields or ``None``)
+    and the whole design's worst path (:func:`~flows.eda.synth.parse_sta`)."""
+    from .synth import _run, parse_sta
 
-    from .synth import _run
-    from .tools import require
-
-    folder = Path(folder)
-    run, netlist = load_run(folder)
-    sta = require("sta")
-    with tempfile.TemporaryDirectory(prefix="trainfab-paths-") as tmp:
-        tcl = Path(tmp) / "paths.tcl"
-        tcl.write_text(script(run, str(netlist.resolve()), pairs))
-        out = _run([sta, "-no_splash", "-exit", str(tcl)], Path(tmp) / "paths.log", "OpenSTA")
+    tcl = tmp / f"paths{tag}.tcl"
+    tcl.write_text(script(run, str(netlist.resolve()), pairs))
+    out = _run([sta, "-no_splash", "-exit", str(tcl)], tmp / f"paths{tag}.log", "OpenSTA")
     found: dict[int, dict] = {}
-    for line in out.splitlines():
+    for line in out.split("WORST", 1)[0].splitlines():
         parts = line.split()
         if parts[:1] == ["NONE"]:
             k, what = int(parts[1]), parts[2]
@@ -133,31 +136,102 @@ def paths(folder, pairs: list[tuple[str, str]]) -> list[dict]:
             ns = run["clock_ns"] - slack
             found[k] = {"ns": round(ns, 3), "mhz": round(1000 / ns, 1) if ns > 0 else None,
                         "start": parts[3], "end": parts[4]}
-    rows = []
-    for k, (a, b) in enumerate(pairs):
-        if k not in found:
-            raise FlowError(f"OpenSTA gave no answer for {a!r} → {b!r}; see its output")
-        rows.append({"from": a, "to": b, **(found[k] or {"ns": None, "mhz": None,
-                                                         "start": None, "end": None})})
-    return rows
+    worst = parse_sta(out.split("WORST", 1)[-1], run["clock_ns"])
+    return found, worst
 
 
-def table(rows: list[dict]) -> str:
-    """Markdown table of :func:`paths`' rows."""
-    lines = ["| from | to | path ns | clock it allows | start → end |", "|---|---|---|---|---|"]
-    for r in rows:
-        if r["ns"] is None:
-            lines.append(f"| `{r['from']}` | `{r['to']}` | no path | | |")
-        else:
-            mhz = f"{r['mhz']:.1f} MHz" if r["mhz"] else "n/a"
-            lines.append(f"| `{r['from']}` | `{r['to']}` | {r['ns']:.3f} | {mhz} | "
-                         f"`{r['start']}` → `{r['end']}` |")
+def paths(folder, pairs: list[tuple[str, str]], max_fanout: int | None = None):
+    """The worst path of each ``(FROM, TO)`` pair in an area run's ``folder``: ``from``, ``to``,
+    ``ns`` (the period that path needs), ``mhz``, ``start`` and ``end``.  With ``max_fanout``
+    each row also has ``buffered`` (the same fields on the netlist with buffer trees,
+    :func:`flows.eda.fanout.buffer_fanout`), and the result is ``(rows, summary)``:
+    ``summary`` holds the whole design's worst path before and after (``design``,
+    ``design_buffered``) and what the buffering added (``buffering``)."""
+    import tempfile
+
+    from .tools import require
+
+    from .synth import check_max_fanout
+
+    check_max_fanout(max_fanout)
+    folder = Path(folder)
+    run, netlist = load_run(folder)
+    sta = require("sta")
+    with tempfile.TemporaryDirectory(prefix="trainfab-paths-") as tmp:
+        tmp = Path(tmp)
+        found, worst = _query(sta, run, netlist, pairs, tmp, "")
+        rows = []
+        for k, (a, b) in enumerate(pairs):
+            if k not in found:
+                raise FlowError(f"OpenSTA gave no answer for {a!r} → {b!r}; see its output")
+            rows.append({"from": a, "to": b, **(found[k] or dict(NO_PATH))})
+        if max_fanout is None:
+            return rows
+        from .fanout import buffer_fanout
+
+        text, added = buffer_fanout(netlist.read_text(), Path(run["liberty"]), max_fanout)
+        buffered = tmp / netlist.name
+        buffered.write_text(text)
+        found_b, worst_b = _query(sta, run, buffered, pairs, tmp, "_buffered")
+    for k, row in enumerate(rows):
+        row["buffered"] = found_b.get(k) or dict(NO_PATH)
+    return rows, {"design": worst, "design_buffered": worst_b,
+                  "buffering": {**added, "max_fanout": max_fanout}}
+
+
+#: the fields of a pair without a path
+NO_PATH = {"ns": None, "mhz": None, "start": None, "end": None}
+
+
+def _cell(r: dict) -> str:
+    if r["ns"] is None:
+        return "no path"
+    return f"{r['ns']:.3f} ({r['mhz']:.1f} MHz)" if r["mhz"] else f"{r['ns']:.3f}"
+
+
+def table(rows: list[dict], summary: dict | None = None) -> str:
+    """Markdown table of :func:`paths`' rows (with ``summary``, the buffered netlist's column,
+    the whole design's worst path and the buffers added)."""
+    if summary is None:
+        lines = ["| from | to | path ns | clock it allows | start → end |",
+                 "|---|---|---|---|---|"]
+        for r in rows:
+            if r["ns"] is None:
+                lines.append(f"| `{r['from']}` | `{r['to']}` | no path | | |")
+            else:
+                mhz = f"{r['mhz']:.1f} MHz" if r["mhz"] else "n/a"
+                lines.append(f"| `{r['from']}` | `{r['to']}` | {r['ns']:.3f} | {mhz} | "
+                             f"`{r['start']}` → `{r['end']}` |")
+        return "\n".join(lines)
+    b = summary["buffering"]
+    lines = ["| from | to | path ns (MHz), as mapped | with fanout ≤ " + str(b["max_fanout"])
+             + " | start → end, as mapped |", "|---|---|---|---|---|"]
+    for r in rows + [{"from": "(whole design)", "to": "", **_design(summary["design"]),
+                      "buffered": _design(summary["design_buffered"])}]:
+        ends = f"`{r['start']}` → `{r['end']}`" if r["start"] else ""
+        lines.append(f"| `{r['from']}` | `{r['to']}` | {_cell(r)} | {_cell(r['buffered'])} | "
+                     f"{ends} |".replace("| `` |", "|  |"))
+    lines.append("")
+    lines.append(f"Buffer trees: {b['nets']} nets of more than {b['max_fanout']} loads (the "
+                 f"largest {b['largest_fanout']}), {b['buffers']} {b['buffer']} cells in up to "
+                 f"{b['levels']} levels, {b['area_um2']:,.0f} µm². No wire capacitance in either "
+                 "netlist (no placement).")
     return "\n".join(lines)
 
 
+def _design(worst: dict) -> dict:
+    return {"ns": worst.get("critical_path_ns"), "mhz": worst.get("fmax_mhz"),
+            "start": worst.get("startpoint"), "end": worst.get("endpoint")}
+
+
 def cmd(args) -> int:
-    rows = paths(args.folder, [tuple(p) for p in args.between])
-    print(json.dumps(rows, indent=2) if args.json else table(rows))
+    if args.max_fanout is None:
+        rows = paths(args.folder, [tuple(p) for p in args.between])
+        print(json.dumps(rows, indent=2) if args.json else table(rows))
+        return 0
+    rows, summary = paths(args.folder, [tuple(p) for p in args.between], args.max_fanout)
+    print(json.dumps({"paths": rows, **summary}, indent=2) if args.json
+          else table(rows, summary))
     return 0
 
 

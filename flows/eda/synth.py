@@ -356,8 +356,15 @@ def check_clock(clock_ns) -> float:
 #: every file an area run may write into its output folder (for ``<top>``); an earlier run's
 #: files that a new run does not write are removed when the new run's files move in, if the
 #: folder's manifest proves that trainfab wrote them and they are unchanged (:mod:`flows.runs`)
+def check_max_fanout(max_fanout) -> None:
+    """``max_fanout``: ``None`` (no buffer trees) or 2 to 10,000 (:class:`FlowError`)."""
+    if max_fanout is not None and (isinstance(max_fanout, bool) or not isinstance(max_fanout, int)
+                                   or not 2 <= max_fanout <= 10_000):
+        raise FlowError(f"--max-fanout {max_fanout}: must be an integer from 2 to 10,000")
+
+
 def _area_files(top: str) -> tuple[str, ...]:
-    return (f"{top}.v", f"{top}.mapped.v", f"{top}.hier.mapped.v", "synth.ys", "synth_hier.ys",
+    return (f"{top}.v", f"{top}.mapped.v", f"{top}.unbuffered.mapped.v", f"{top}.hier.mapped.v", "synth.ys", "synth_hier.ys",
             "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
             "stat_mapped.json", "stat_generic_hier.json", "stat_mapped_hier.json", "timing.tcl",
             "timing.log", ".history_sta", "area.json", "area.md")
@@ -376,7 +383,7 @@ def _previous_files(outdir: Path) -> set[str]:
 
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
          outdir: Path | None = None, factory=None, breakdown: bool = False,
-         progress: bool = True) -> dict:
+         progress: bool = True, max_fanout: int | None = None) -> dict:
     """Synthesize ``unit`` at ``cfg`` and time it; write ``area.json``/``area.md``; return the report.
 
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
@@ -391,13 +398,22 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     configuration if it ran at it) from :data:`TIMES` in the build folder
     (:class:`flows.progress.Phases`); every finished run records its time there.
 
+    With ``max_fanout``, every net a cell drives into more than ``max_fanout`` cell inputs gets
+    a buffer tree before timing (:func:`flows.eda.fanout.buffer_fanout`; yosys + ABC leave the
+    nets flip-flops drive unbuffered): the report's area, cells and timing are the buffered
+    netlist's, ``fanout_buffers`` says what was added and ``area_um2_as_mapped`` keeps the
+    netlist's area before; the mapped netlist as yosys wrote it stays beside it as
+    ``<top>.unbuffered.mapped.v``.  The breakdown stays the hierarchical netlist's, unbuffered.
+
     Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, the clock period is
-    unusable, a tool fails, or a breakdown path is not an instance of the design.
+    unusable, ``max_fanout`` is outside 2 to 10,000, a tool fails, or a breakdown path is not an
+    instance of the design.
     """
     from ..progress import Phases, config_key
     from ..runs import check_output, staged
 
     clock_ns = check_clock(clock_ns)
+    check_max_fanout(max_fanout)
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
     final = check_output(outdir or build_dir() / "area" / unit.name)
@@ -407,7 +423,8 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     timings = _timings()
     key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
                       "liberty": str(lib), "breakdown": breakdown,
-                      "component": getattr(factory, "__qualname__", None)})
+                      "component": getattr(factory, "__qualname__", None),
+                      **({"max_fanout": max_fanout} if max_fanout is not None else {})})
     estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
     phases = Phases(unit.name, estimate=estimate, enabled=progress)
     started = time.monotonic()
@@ -422,6 +439,16 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         generic = next(iter(flat["generic"]["modules"].values()))
         mapped = next(iter(flat["mapped"]["modules"].values()))
         has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
+        buffering = None
+        if max_fanout is not None:
+            from .fanout import buffer_fanout
+
+            phases.start("fanout buffer trees")
+            mapped_v = work / flat["netlist"]
+            original = mapped_v.read_text()
+            (work / f"{unit.top}.unbuffered.mapped.v").write_text(original)
+            buffered, buffering = buffer_fanout(original, lib, max_fanout)
+            mapped_v.write_text(buffered)
         sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
         (work / "timing.tcl").write_text(sta_tcl)
         phases.start("OpenSTA timing")
@@ -431,14 +458,22 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         timing = parse_sta(sta_out, clock_ns)
         man = manifest(unit, cfg, text, fields)
         ge_um2 = nand2_area(lib)
+        cell_area, cells, by_type = float(chip[-1]), mapped["num_cells"], \
+            dict(mapped["num_cells_by_type"])
+        if buffering is not None:
+            cell_area = round(cell_area + buffering["area_um2"], 3)
+            cells += buffering["buffers"]
+            if buffering["buffers"]:
+                by_type[buffering["buffer"]] = by_type.get(buffering["buffer"], 0) \
+                    + buffering["buffers"]
         report = {
             "unit": unit.name,
             "config": unit.hardware_config(cfg),
-            "area_um2": float(chip[-1]),
-            "area_ge": _ge(float(chip[-1]), ge_um2),
+            "area_um2": cell_area,
+            "area_ge": _ge(cell_area, ge_um2),
             "ge_um2": ge_um2,
-            "cells": mapped["num_cells"],
-            "cells_by_type": mapped["num_cells_by_type"],
+            "cells": cells,
+            "cells_by_type": by_type,
             "flip_flops": _flops(generic["num_cells_by_type"]),
             "transistors_estimate": int(generic["estimated_num_transistors"]),
             "generic_cells": generic["num_cells"],
@@ -451,6 +486,9 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             "sta_script": sta_tcl,
             "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
         }
+        if buffering is not None:
+            report["fanout_buffers"] = {**buffering, "max_fanout": max_fanout}
+            report["area_um2_as_mapped"] = float(chip[-1])
         if unit.runtime_fields:  # run-time inputs: not part of the hardware's configuration
             report["runtime_fields"] = list(unit.runtime_fields)
         if breakdown:
@@ -649,6 +687,15 @@ remains the unit's figure.
 """
 
 
+def _fanout_line(r: dict) -> str:
+    b = r.get("fanout_buffers")
+    if b is None:
+        return ""
+    return (f"| fanout buffer trees (`--max-fanout {b['max_fanout']}`) | {b['buffers']} "
+            f"{b['buffer']} on {b['nets']} nets, {b['area_um2']:,.1f} µm² (area as mapped "
+            f"{r['area_um2_as_mapped']:.1f} µm²) |\n")
+
+
 def markdown(r: dict) -> str:
     cfg = ", ".join(f"{k}={v}" for k, v in r["config"].items())
     if r.get("runtime_fields"):
@@ -673,7 +720,7 @@ Configuration: {cfg}
 | critical path | {path} ({r.get('startpoint')} → {r.get('endpoint')}) |
 | fmax | {fmax} |
 | clock constraint | {r['clock_ns']} ns |
-
+{_fanout_line(r)}
 {breakdown + chr(10) if breakdown else ""}Liberty: `{r['liberty']}`
 
 | tool | version |
@@ -692,7 +739,7 @@ OpenSTA script:
 """
 
 
-__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
+__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "check_max_fanout", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
            "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks",
            "YosysPhases", "TIMES"]
