@@ -147,6 +147,54 @@ def test_independent_differs_from_lockstep():
     assert (indep.out == out).all() and (lock.out != out).any()
 
 
+@pytest.mark.parametrize("sync", SYNCS)
+@pytest.mark.parametrize("share", [True, False])
+def test_tv14_with_the_pipeline_stage(share, sync):
+    """TV14 with the stage after the exponent block: one more cycle (3 with sharing, 2
+    without), the stage's cycle lost by every PE (8 lanes each) and the odd row's as before."""
+    cfg = TileConfig(rows=2, cols=1, share_exp=share, sync=sync, pipeline=1)
+    want = (2 if share else 1) + 1
+    B = np.full((2, 1, 8), 0x4000)
+    for a in (0x3F80, 0x0000):
+        r = tile_run(np.full((1, 1, 8), a), B, cfg)
+        assert r.cycles == want and r.group_cycles.tolist() == [[want]]
+    r = tile_run(np.full((1, 1, 8), 0x3F80), B, cfg)
+    assert r.stalls["exponent_block"] == 2 * 8 + (8 if share else 0)
+
+
+@pytest.mark.parametrize("sync", SYNCS)
+@pytest.mark.parametrize("share", [True, False])
+def test_pipeline_stage_adds_one_cycle_per_group_and_keeps_the_results(share, sync):
+    """The stage delays every row's start by one cycle and changes nothing else (module
+    docstring): the same read-outs and useful, shift-window and lock-step lane-cycles, every
+    (column, group) exactly one cycle longer, ``rows x lanes`` more exponent-block lane-cycles
+    per (column, group)."""
+    rng = np.random.default_rng(7 + share + 2 * (sync == "independent"))
+    for R, C, G in ((2, 2, 9), (3, 2, 7), (4, 4, 5), (1, 3, 6)):
+        for kind in ("mix", "normal", "relu", "cancel"):
+            A, B = _tile_ops(rng, R, C, G, kind)
+            base = dict(rows=R, cols=C, share_exp=share, sync=sync)
+            r0 = tile_run(A, B, TileConfig(**base))
+            r1 = tile_run(A, B, TileConfig(**base, pipeline=1))
+            assert (r1.out == r0.out).all()
+            assert (r1.group_cycles == r0.group_cycles + 1).all()
+            assert r1.useful == r0.useful
+            for cause in ("shift_range", "lock_step", "column_wait"):
+                assert r1.stalls[cause] == r0.stalls[cause], cause
+            assert r1.stalls["exponent_block"] == r0.stalls["exponent_block"] + C * G * R * 8
+
+
+def test_pipeline_config_errors():
+    """``pipeline`` is 0 or 1, and 1 only in the group exponent mode."""
+    assert TileConfig().pipeline == 0 and TileConfig(pipeline=1).min_cycles == 3
+    for bad in (-1, 2, True, 1.0):
+        with pytest.raises(ConfigError, match="pipeline") as e:
+            TileConfig(pipeline=bad)
+        assert e.value.field == "pipeline"
+    with pytest.raises(ConfigError, match="exp_mode is 'group'"):
+        TileConfig(pipeline=1, exp_mode="step")
+
+
 def test_sync_config_error():
     """An unknown protocol is a ConfigError naming the field and the allowed values."""
     assert TileConfig().sync == "lockstep"

@@ -130,6 +130,10 @@ CONFIGS = {
                               "out_round": "rne", "rows": 3, "cols": 5},
     "indep-dmax0-kmax1": {"sync": "independent", "dmax": 0, "kmax": 1, "rows": 6, "cols": 4},
     "indep-dmax12-kmax0": {"sync": "independent", "dmax": 12, "kmax": 0, "rows": 3, "cols": 3},
+    "pipe": {"pipeline": 1},
+    "pipe-3x5-noshare-b0": {"pipeline": 1, "rows": 3, "cols": 5, "share_exp": False,
+                            "b_buffers": 0},
+    "indep-pipe-5x3": {"sync": "independent", "pipeline": 1, "rows": 5, "cols": 3},
 }
 
 
@@ -162,7 +166,8 @@ def test_random_configurations():
                          kmax=int(rng.choice([0, 1, keep + 3, 40, 1023])), dmax=dmax,
                          int_bits=int(min(16, need + rng.integers(0, 3))), encoding=enc,
                          out_round=str(rng.choice(["trunc", "rne"])),
-                         sync=str(rng.choice(["lockstep", "independent"])))
+                         sync=str(rng.choice(["lockstep", "independent"])),
+                         pipeline=int(rng.integers(0, 2)) if mode == "group" else 0)
         kind = str(rng.choice(KINDS))
         M, N = (int(v) for v in rng.integers(1, 14, size=2))
         K = int(rng.integers(1, 4 * lanes + 2))

@@ -51,7 +51,9 @@ UNITS = (
                         {"rows": 2, "cols": 2, "sync": "independent"},
                         {"rows": 4, "cols": 4, "sync": "independent", "b_buffers": 2},
                         {"rows": 3, "cols": 2, "sync": "independent", "encoding": "binary",
-                         "int_bits": 6, "kmax": 9}),
+                         "int_bits": 6, "kmax": 9},
+                        {"rows": 2, "cols": 2, "pipeline": 1},
+                        {"rows": 3, "cols": 2, "sync": "independent", "pipeline": 1}),
          # make test: 300 random groups per configuration (5-16 s each on Icarus); the full
          # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
          test_sizes={"quick": 100, "standard": 300, "full": 2500},

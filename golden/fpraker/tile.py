@@ -27,6 +27,17 @@ finished it, so it takes ``max(min_cycles, max_r(offset_r + n_r))`` cycles, wher
 ``share_exp`` that is ``max(n_2j, 1 + n_2j+1)`` over the row pairs, at least 2.  A PE that
 finished waits for the column's slowest PE (``column_wait``).
 
+Register stage after the exponent block (``pipeline``)
+------------------------------------------------------
+``pipeline = 1`` (group mode only) registers the exponent block's outputs (``E_g``, the lanes'
+offsets, the aligned accumulator) before the PE loads them: the block still computes a row's
+``E_g`` in the row's serve cycle below (from the encoder lanes and the accumulator as they are
+then), and the PE starts one cycle later.  The PE's accumulator does not change in between,
+and a lane an unstarted PE has not taken pops only when that PE is done with it, so the
+numerics equal ``pipeline = 0``; every row starts one cycle later, so every column's group
+takes exactly one more cycle (``min_cycles`` included) under either protocol.  The cycle of
+delay is counted as ``exponent_block``.
+
 Exponent-block sharing (§4, ``share_exp``)
 ------------------------------------------
 One exponent block serves the PEs of rows ``2j`` and ``2j + 1``: row ``2j`` starts the group in
@@ -84,6 +95,8 @@ STALL_CAUSES = ("inter_column", "exponent_block", "column_wait", "shift_range", 
 #: intra-column synchronization protocols (spec §5.3): term lock-step [C] or per-PE term
 #: selectors over broadcast term masks [C']
 SYNCS = ("lockstep", "independent")
+#: most register stages after the exponent block (``TileConfig.pipeline``)
+MAX_PIPELINE = 1
 #: per-(column, group) lane-cycle counters of the column simulation
 _COUNTERS = ("useful", "exponent_block", "column_wait", "shift_range", "lock_step", "no_term")
 
@@ -132,7 +145,8 @@ def pe_tile_base(pe_cls, *layout, **defaults):
 @dataclass(frozen=True)
 class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lanes",
                               ("share_exp", bool, True), ("b_buffers", int, 1),
-                              ("sync", str, "lockstep"), "exp_mode", exp_mode="group")):
+                              ("sync", str, "lockstep"), ("pipeline", int, 0), "exp_mode",
+                              exp_mode="group")):
     """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
 
     ``rows``: PE rows (B operands, one per row; paper: 8).  ``cols``: PE columns (A operands,
@@ -142,7 +156,9 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
     of a column share its term encoder (spec §5.3): ``"lockstep"`` (each encoder lane presents
     one term to every PE and pops it when all took it) or ``"independent"`` (the encoder
     broadcasts each lane's term mask and every PE selects its own terms, exactly as the
-    standalone PE; the PEs meet at group boundaries).  The other fields are
+    standalone PE; the PEs meet at group boundaries).  ``pipeline``: register stages after the
+    exponent block, 0 or 1 (1 needs ``exp_mode = "group"``; module docstring): one more cycle
+    per group, the same results.  The other fields are
     :class:`PEConfig`'s, with its defaults and validation, except ``exp_mode``, ``"group"`` by
     default (the paper's once-per-group exponent block); :attr:`pe` is that PE configuration.
     """
@@ -153,17 +169,28 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
         check_bool(self, "share_exp")
         check_int(self, "b_buffers", 0, 8)
         check_choice(self, "sync", SYNCS)
+        check_int(self, "pipeline", 0, MAX_PIPELINE)
         super().__post_init__()
+        if self.pipeline and self.exp_mode != "group":
+            raise ConfigError(type(self).__name__, "pipeline", self.pipeline,
+                              "0 unless exp_mode is 'group' (the stage holds the group's "
+                              "exponent block outputs)")
 
     @property
     def min_cycles(self) -> int:
-        """Cycles a column's group takes at least (TV14)."""
-        return 2 if self.share_exp else 1
+        """Cycles a column's group takes at least (TV14; one more with the ``pipeline``
+        stage)."""
+        return (2 if self.share_exp else 1) + self.pipeline
 
     def row_offsets(self):
-        """Per row, the cycles it waits for its exponent block at the start of every group
+        """Per row, the cycles before its exponent block serves it at the start of every group
         (spec §4): 1 for the odd row of each pair with ``share_exp``, else 0."""
         return (np.arange(self.rows) % 2) if self.share_exp else np.zeros(self.rows, np.int64)
+
+    def start_offsets(self):
+        """Per row, the cycles before it starts the group: :meth:`row_offsets` plus the
+        ``pipeline`` stage."""
+        return self.row_offsets() + self.pipeline
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,7 +223,8 @@ def _columns_group(acc, A, B, cfg, pe, counts):
     ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
     act_a, _, _, ma = decode_bf16(A)
     enc = RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
-    offset = cfg.row_offsets()
+    offset, begin = cfg.row_offsets(), cfg.start_offsets()
+    served = np.zeros((n, R), dtype=bool)
     started = np.zeros((n, R), dtype=bool)
     taken = np.zeros((n, R, L), dtype=bool)
     cycles = np.zeros(n, dtype=np.int64)
@@ -208,10 +236,13 @@ def _columns_group(acc, A, B, cfg, pe, counts):
         c += 1
         m = idx.size
         ln.rem = np.repeat(enc, R, axis=0)
-        new = (~started) & (offset[None, :] < c)
-        if pe.exp_mode == "group" and new.any():
-            start_group(ln, cur, pe, rows=new.reshape(-1))
-        started |= new
+        # the exponent block serves a row (E_g from the lanes as they are now); the row starts
+        # when the pipeline stage has passed it on
+        serve = (~served) & (offset[None, :] < c)
+        if pe.exp_mode == "group" and serve.any():
+            start_group(ln, cur, pe, rows=serve.reshape(-1))
+        served |= serve
+        started |= begin[None, :] < c
         done0 = ln.done.reshape(m, R, L).copy()
         mask = (started[:, :, None] & ~taken).reshape(m * R, L)
         nxt, d = step_lanes(ln, cur, pe, mask)
@@ -239,7 +270,7 @@ def _columns_group(acc, A, B, cfg, pe, counts):
         fin = started.all(axis=1) & (enc == 0).all(axis=1) & (c >= cfg.min_cycles)
         if fin.any():
             idx, cur, keep = _retire(fin, idx, R, out, cur, ln)
-            enc, started, taken = enc[keep], started[keep], taken[keep]
+            enc, served, started, taken = enc[keep], served[keep], started[keep], taken[keep]
     return out, cycles
 
 
@@ -252,7 +283,9 @@ def _columns_group_independent(acc, A, B, cfg, pe, counts):
     n, L = A.shape
     R = B.shape[1]
     ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
-    offset = cfg.row_offsets()
+    # a PE's own terms never pop before it starts: its E_g is the same whether the exponent
+    # block's outputs wait in the pipeline stage or not
+    offset = cfg.start_offsets()
     started = np.zeros((n, R), dtype=bool)
     finished = np.zeros((n, R), dtype=bool)
     cycles = np.zeros(n, dtype=np.int64)

@@ -17,7 +17,7 @@ What is compiled (per column instance = one tile row block x one serial row, all
 group after group, the column protocol of the configuration's ``sync``: the lock-step cycle
 protocol of :func:`golden.fpraker.tile._columns_group` (:func:`_gemm_kernel`: encoder lanes
 shared by the column's PEs, ``taken``/``done`` flags, pops and drops, the exponent-block skew
-of ``share_exp``, ``min_cycles``) or the independent protocol of
+of ``share_exp``, the ``pipeline`` stage, ``min_cycles``) or the independent protocol of
 :func:`golden.fpraker.tile._columns_group_independent` (:func:`_gemm_kernel_independent`: each
 PE's group run to its end on its own copy of the term masks, the column's group time the
 latest PE end after its skew, at least ``min_cycles``), the PE cycle rules of
@@ -283,7 +283,7 @@ def _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig)
 
 
 @_jit
-def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_cycles,
+def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_cycles, pipe,
                  rec_rem, rec_negm, msb9, lo, hi,
                  out_zero, out_sign, out_exp, out_sig, gc, cnt):
     """Column instances ``lo .. hi - 1`` of a GEMM (see :func:`_run`).
@@ -293,7 +293,9 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
     negative B), and ``zmP`` (nb * R, G) int64 the lane masks of zero B.  Instance ``q`` is row
     block ``q // Mp`` against serial row ``q % Mp``.  Writes the final accumulator of PE
     ``(q, r)`` at ``q * R + r``, the cycles of every (instance, group) in ``gc`` and the five
-    lane-cycle counters (``_COUNTS`` order) of every instance in ``cnt``.
+    lane-cycle counters (``_COUNTS`` order) of every instance in ``cnt``.  ``pipe``: the
+    tile's ``pipeline`` stage (a row's exponent block serves it ``pipe`` cycles before it
+    starts).
     """
     G = S.shape[1]
     L = S.shape[2]
@@ -328,8 +330,9 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
             for r in range(R):
                 done[r] = np.int64(zmP[r0 + r, g])
                 taken[r] = 0
-            # rows start in cycle 1, odd rows in cycle 2 when two share an exponent block
-            n_started = R if not share else (R + 1) // 2
+            # the exponent block serves rows in cycle 1, odd rows in cycle 2 when two share
+            # one; a row starts ``pipe`` cycles after it was served
+            n_started = 0
             c = 0
             while True:
                 c += 1
@@ -347,20 +350,20 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                 and_done = np.int64(-1)
                 for r in range(R):
                     row = r0 + r
-                    if share and (r & 1) == 1:
-                        if c == 1:
-                            # waiting for the shared exponent block
-                            n_exp += L
-                            and_td &= taken[r] | done[r]
-                            and_done &= done[r]
-                            continue
-                        if c == 2:
-                            n_started += 1
-                    if group and c == 1 + (1 if share and (r & 1) == 1 else 0):
+                    off = 1 if share and (r & 1) == 1 else 0
+                    if group and c == 1 + off:
                         # exponent block: E_g over the first terms and the accumulator
                         E = _step_exponent(encm & ~done[r], eat, ebP[row, g], zero[r], exp[r])
                         eg[r] = E
                         xg[r] = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk)
+                    if c < 1 + off + pipe:
+                        # waiting for the (shared) exponent block and its pipeline stage
+                        n_exp += L
+                        and_td &= taken[r] | done[r]
+                        and_done &= done[r]
+                        continue
+                    if c == 1 + off + pipe:
+                        n_started += 1
                     dm = done[r]
                     tk = taken[r]
                     elig = encm & ~dm & ~tk
@@ -448,7 +451,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
 
 @_jit
 def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax,
-                             min_cycles, rec_rem, rec_negm, msb9, lo, hi,
+                             min_cycles, pipe, rec_rem, rec_negm, msb9, lo, hi,
                              out_zero, out_sign, out_exp, out_sig, gc, cnt):
     """:func:`_gemm_kernel` under ``sync = "independent"`` (same arguments and outputs): the
     PEs of a column do not interact within a group, so each PE runs its group to completion on
@@ -485,7 +488,7 @@ def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax
             col = min_cycles
             for r in range(R):
                 row = r0 + r
-                off = 1 if share and (r & 1) == 1 else 0
+                off = (1 if share and (r & 1) == 1 else 0) + pipe
                 # the PE's copy of the term masks; a zero B marks its lane done
                 dm = np.int64(zmP[row, g])
                 live = encm & ~dm
@@ -619,7 +622,8 @@ def _run(S, P, cfg: TileConfig, progress=None, threads: int = 1, chunk: int = 20
         # writes only the outputs of instances lo .. hi - 1: blocks are independent
         hi = min(n_inst, lo + chunk)
         kernel(Sp, ebP, sgbP, zmP, Mp, R, cfg.share_exp, cfg.exp_mode == "group", pe.frac_bits,
-               pe.keep_bits, pe.kmax, pe.dmax, cfg.min_cycles, rec_rem, rec_negm, MSB9,
+               pe.keep_bits, pe.kmax, pe.dmax, cfg.min_cycles, cfg.pipeline, rec_rem,
+               rec_negm, MSB9,
                lo, hi, zero, sign, exp, sig, gc, cnt)
         return hi
 

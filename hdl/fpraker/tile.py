@@ -21,6 +21,12 @@
   in the group's first cycle and row ``2j + 1`` in the second: ``E_g`` over the lanes' first
   terms and the PE's accumulator, the narrow per-lane offsets ``delta = E_g - ABe`` (clamped at
   ``kmax + 2``: always out of bounds) and the accumulator aligned to the group grid;
+* with ``pipeline = 1``, a register stage after each exponent block (``xb<c>_<j>_eg_d1``,
+  ``_ag_d1``, ``_delta<i>_d1``): the block serves its rows in the same cycles, and each PE
+  loads the registered outputs one cycle later (rows start in cycles 2 and 3; the column's
+  group lasts until every row has started), which cuts the path from the B buffers through the
+  exponent block into the PEs' step; the results are unchanged and every group takes one more
+  cycle (:mod:`golden.fpraker.tile`);
 * per-row B buffers (``bbuf<r>``) of ``b_buffers + 1`` entries, so that a column may run up to
   ``b_buffers`` groups ahead of the slowest one (§5.2); each PE reads its row's entry of its
   column's current group;
@@ -506,6 +512,9 @@ class TileColumn(wiring.Component):
     fin_all : In(1)
         ``sync = "independent"``: every PE of the column has finished the group.
     busy, first, second, last, clear : Out(1)
+        ``first``/``second``: the group's first/second cycle.
+    third : Out(1)
+        Only with ``pipeline`` and ``share_exp``: the group's third cycle (the odd rows start).
     a_exp : Out(8) array; a_sign : Out(lanes)
     valid, tp, neg, advance
         ``sync = "lockstep"``: the encoder's current terms (``neg``: the term's sign times
@@ -531,9 +540,10 @@ class TileColumn(wiring.Component):
         else:
             sync = {"taken_all": In(L), "done_all": In(L)}
             terms = {"valid": Out(L), "tp": Out(4).array(L), "neg": Out(L), "advance": Out(L)}
+        third = {"third": Out(1)} if cfg.pipeline and cfg.share_exp else {}
         super().__init__({
             "a": In(tile_a_stream(BF16, L)), "begin": In(1), **sync,
-            "busy": Out(1), "first": Out(1), "second": Out(1), "last": Out(1),
+            "busy": Out(1), "first": Out(1), "second": Out(1), **third, "last": Out(1),
             "clear": Out(1), "a_exp": Out(8).array(L), "a_sign": Out(L), **terms,
             "free": Out(1), "error": Out(1),
         })
@@ -543,7 +553,11 @@ class TileColumn(wiring.Component):
         m = Module()
         L = cfg.lanes
         pay = self.a.payload
-        min_ok = ~self.first if cfg.share_exp else Const(1)
+        # a group lasts until every row has started it (min_cycles)
+        if not cfg.pipeline:
+            min_ok = ~self.first if cfg.share_exp else Const(1)
+        else:
+            min_ok = ~(self.first | self.second) if cfg.share_exp else ~self.first
         if cfg.sync == "independent":
             enc = m.submodules.encoder = TermMasks(L, cfg.encoding)
             m.d.comb += [enc.load.eq(self.begin),
@@ -586,10 +600,14 @@ class TileColumn(wiring.Component):
         with m.If(self.begin):
             m.d.sync += [self.busy.eq(1), self.first.eq(1), self.second.eq(0),
                          self.clear.eq(pay.clear)]
+            if hasattr(self, "third"):
+                m.d.sync += self.third.eq(0)
             m.d.sync += [self.a_exp[i].eq(pay.a[i].exp) for i in range(L)]
             m.d.sync += [self.a_sign[i].eq(pay.a[i].sign) for i in range(L)]
         with m.Else():
             m.d.sync += [self.first.eq(0), self.second.eq(self.first)]
+            if hasattr(self, "third"):
+                m.d.sync += self.third.eq(self.second)
             with m.If(self.last):
                 m.d.sync += self.busy.eq(0)
 
@@ -778,13 +796,25 @@ class Tile(wiring.Component):
                     m.d.comb += xb.lead.eq(col.lead)
                 else:
                     m.d.comb += xb.lead.eq(Cat(*(col.tp[i] == 0 for i in range(L))))
+                if cfg.pipeline:
+                    # the stage after the exponent block: the PE loads the outputs the block
+                    # computed in the cycle before (its own serve cycle, the pair's skew kept)
+                    eg = Signal.like(xb.eg, name=f"xb{c}_{j}_eg_d1")
+                    ag = Signal.like(xb.ag, name=f"xb{c}_{j}_ag_d1")
+                    dl = [Signal.like(xb.delta[i], name=f"xb{c}_{j}_delta{i}_d1")
+                          for i in range(L)]
+                    m.d.sync += [eg.eq(xb.eg), ag.eq(xb.ag)]
+                    m.d.sync += [dl[i].eq(xb.delta[i]) for i in range(L)]
+                    serves = (col.second, col.third if len(rows) == 2 else Const(0))
+                else:
+                    eg, ag, dl = xb.eg, xb.ag, xb.delta
+                    serves = (col.first, col.second)
                 sel = {}
                 for n_, r in enumerate(rows):
                     pe = pes[r][c]
-                    serve = col.first if n_ == 0 else col.second
-                    m.d.comb += [pe.serve.eq(col.busy & serve), pe.eg_in.eq(xb.eg),
-                                 pe.ag_in.eq(xb.ag)]
-                    m.d.comb += [pe.delta_in[i].eq(xb.delta[i]) for i in range(L)]
+                    m.d.comb += [pe.serve.eq(col.busy & serves[n_]), pe.eg_in.eq(eg),
+                                 pe.ag_in.eq(ag)]
+                    m.d.comb += [pe.delta_in[i].eq(dl[i]) for i in range(L)]
                     sel[n_] = (r, pe)
                 (r0, p0) = sel[0]
                 (r1, p1) = sel.get(1, sel[0])
