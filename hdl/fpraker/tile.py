@@ -21,8 +21,8 @@
   in the group's first cycle and row ``2j + 1`` in the second: ``E_g`` over the lanes' first
   terms and the PE's accumulator, the narrow per-lane offsets ``delta = E_g - ABe`` (clamped at
   ``kmax + 2``: always out of bounds) and the accumulator aligned to the group grid;
-* with ``pipeline = 1``, a register stage after each exponent block (``xb<c>_<j>_eg_d1``,
-  ``_ag_d1``, ``_delta<i>_d1``): the block serves its rows in the same cycles, and each PE
+* with ``pipeline = 1``, a register stage after each exponent block (its outputs
+  ``xb<c>_<j>.eg``, ``.ag``, ``.delta*`` become registers): the block serves its rows in the same cycles, and each PE
   loads the registered outputs one cycle later (rows start in cycles 2 and 3; the column's
   group lasts until every row has started), which cuts the path from the B buffers through the
   exponent block into the PEs' step; the results are unchanged and every group takes one more
@@ -88,7 +88,8 @@ def _x_width(cfg: TileConfig) -> int:
 
 
 class ExponentBlock(wiring.Component):
-    """Block 1 once per group for one PE (combinational; a shared block muxes its inputs).
+    """Block 1 once per group for one PE (combinational; a shared block muxes its inputs; with
+    the tile's ``pipeline = 1`` its outputs are registers: each holds the cycle before's value).
 
     Ports
     -----
@@ -134,19 +135,28 @@ class ExponentBlock(wiring.Component):
         acc_v = ~self.acc_zero
         m.d.comb += big.eq(Mux(lv & (~acc_v | (lanes_max >= acc_b)), lanes_max,
                                Mux(acc_v, acc_b, 254)))
-        m.d.comb += self.eg.eq(big - 254)
+        # the outputs as computed: the ports themselves, or the pipeline stage's inputs
+        if cfg.pipeline:
+            eg = Signal.like(self.eg, name="eg_c")
+            delta = [Signal.like(self.delta[i], name=f"delta_c{i}") for i in range(L)]
+            ag = Signal.like(self.ag, name="ag_c")
+            m.d.sync += [self.eg.eq(eg), self.ag.eq(ag)]
+            m.d.sync += [self.delta[i].eq(delta[i]) for i in range(L)]
+        else:
+            eg, delta, ag = self.eg, self.delta, self.ag
+        m.d.comb += eg.eq(big - 254)
         cap = cfg.kmax + 2
         for i in range(L):
             d = Signal(signed(EG_W + 2), name=f"d{i}")
             m.d.comb += [d.eq(big - s[i]),
-                         self.delta[i].eq(Mux(d > cap, cap, d[:_delta_width(cfg)]))]
+                         delta[i].eq(Mux(d > cap, cap, d[:_delta_width(cfg)]))]
         # the acc shift, once per group: E_g >= eacc for a non-zero accumulator
         diff = Signal(signed(EG_W + 1))
-        m.d.comb += diff.eq(self.eg - self.acc_exp)
+        m.d.comb += diff.eq(eg - self.acc_exp)
         padded = Signal(_x_width(cfg) - 1)
         m.d.comb += padded.eq(self.acc_sig << (F - P))
         mag = jam_right(m, padded, diff.as_unsigned(), name="acc_jam")
-        m.d.comb += self.ag.eq(Mux(self.acc_zero, 0, Mux(self.acc_sign, -mag, mag)))
+        m.d.comb += ag.eq(Mux(self.acc_zero, 0, Mux(self.acc_sign, -mag, mag)))
         return m
 
 
@@ -796,25 +806,17 @@ class Tile(wiring.Component):
                     m.d.comb += xb.lead.eq(col.lead)
                 else:
                     m.d.comb += xb.lead.eq(Cat(*(col.tp[i] == 0 for i in range(L))))
-                if cfg.pipeline:
-                    # the stage after the exponent block: the PE loads the outputs the block
-                    # computed in the cycle before (its own serve cycle, the pair's skew kept)
-                    eg = Signal.like(xb.eg, name=f"xb{c}_{j}_eg_d1")
-                    ag = Signal.like(xb.ag, name=f"xb{c}_{j}_ag_d1")
-                    dl = [Signal.like(xb.delta[i], name=f"xb{c}_{j}_delta{i}_d1")
-                          for i in range(L)]
-                    m.d.sync += [eg.eq(xb.eg), ag.eq(xb.ag)]
-                    m.d.sync += [dl[i].eq(xb.delta[i]) for i in range(L)]
-                    serves = (col.second, col.third if len(rows) == 2 else Const(0))
-                else:
-                    eg, ag, dl = xb.eg, xb.ag, xb.delta
-                    serves = (col.first, col.second)
+                # with the stage after the exponent block (its registered outputs), a PE loads
+                # what the block computed in the cycle before: one cycle after its serve cycle,
+                # the pair's skew kept
+                serves = ((col.second, col.third if len(rows) == 2 else Const(0))
+                          if cfg.pipeline else (col.first, col.second))
                 sel = {}
                 for n_, r in enumerate(rows):
                     pe = pes[r][c]
-                    m.d.comb += [pe.serve.eq(col.busy & serves[n_]), pe.eg_in.eq(eg),
-                                 pe.ag_in.eq(ag)]
-                    m.d.comb += [pe.delta_in[i].eq(dl[i]) for i in range(L)]
+                    m.d.comb += [pe.serve.eq(col.busy & serves[n_]), pe.eg_in.eq(xb.eg),
+                                 pe.ag_in.eq(xb.ag)]
+                    m.d.comb += [pe.delta_in[i].eq(xb.delta[i]) for i in range(L)]
                     sel[n_] = (r, pe)
                 (r0, p0) = sel[0]
                 (r1, p1) = sel.get(1, sel[0])
