@@ -117,7 +117,8 @@ def cmd_regress(args) -> int:
 
 
 def cmd_area(args) -> int:
-    from .eda.synth import area, breakdown_markdown, check_max_fanout
+    from .eda.fanout import check_max_fanout
+    from .eda.synth import area, breakdown_markdown
 
     check_max_fanout(args.max_fanout)
 

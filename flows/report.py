@@ -258,8 +258,8 @@ def own_clock_section(rows: list[dict], power: dict | None = None) -> str:
             (f"{c['lanes']} lanes" if "lanes" in c else f"groups of {c.get('group')}")
         own = (f"{euo:.2f} pJ at {fu:.1f} MHz / {ebo:.2f} pJ at {fb:.1f} MHz = "
                f"**{euo / ebo:.2f}×**" if euo and ebo else "n/a (no fmax)")
-        energy.append(f"| {nu} {size(cu)}{_power_facts(power[u])} / {nb} {size(cb)} | {own} | {eu1:.2f} / {eb1:.2f} pJ "
-                      f"= {eu1 / eb1:.2f}× at {ck:g} ns |")
+        energy.append(f"| {nu} {size(cu)}{_power_facts(power[u])} / {nb} {size(cb)} | {own} | "
+                      f"{eu1:.2f} / {eb1:.2f} pJ = {eu1 / eb1:.2f}× at {ck:g} ns |")
     if energy:
         text += ("\nEnergy per MAC from `trainfab power` (gate-level activity on the power "
                  "run's operands), at each netlist's own fmax and at the run's clock. The "

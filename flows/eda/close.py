@@ -251,7 +251,8 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     best slack and its critical path), ``outdir``.  With ``max_fanout`` every depth is timed
     with buffer trees on its high-fanout nets (:func:`flows.eda.synth.area`)."""
     from ..runs import check_output, staged
-    from .synth import check_clock, check_max_fanout
+    from .fanout import check_max_fanout
+    from .synth import check_clock
     from .tools import liberty as find_liberty
     from .tools import require
 

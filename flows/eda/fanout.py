@@ -1,4 +1,4 @@
-"""Buffer trees on the high-fanout nets of a mapped netlist (``trainfab paths --max-fanout N``).
+"""Buffer trees on the high-fanout nets of a mapped netlist (``--max-fanout N``).
 
 yosys + ABC map logic without placement: ABC buffers the nets *inside* the logic it maps
 (``buffer -p``), but the nets a flip-flop drives are inputs of ABC's network and stay as
@@ -11,7 +11,7 @@ liberty's strongest buffer (:func:`strongest_buffer`), each buffer driving at mo
 ``max_fanout`` pins, the tree ``ceil(log_max_fanout(loads))`` levels deep.  Nets driven by
 top-level inputs (ideal drivers in the timing script) and the clock are left alone.
 
-This is a measurement, not the area flow: ``trainfab area`` reports the netlist as mapped, and
+``trainfab area`` and ``close`` report the netlist as mapped unless given ``--max-fanout N``;
 ``trainfab paths --max-fanout N`` times the same register pairs on both netlists, to show how
 much of a path is the missing buffering rather than the design.  Wire capacitance is not
 modelled in either (no placement), so the buffered figure is what the cells alone allow.
@@ -31,38 +31,36 @@ _INSTANCE = re.compile(r"^\s*([A-Za-z_][\w$]*)\s+(\\\S+|[A-Za-z_][\w$]*)\s*\(\s*
 _PIN = re.compile(r"^(\s*\.)(\w+)\((.*)\)(,?)\s*$")
 
 
-def strongest_buffer(lib: Path) -> tuple[str, str, str, float]:
-    """``(cell, input pin, output pin, area)`` of the liberty's largest non-clock buffer (one
-    input, one output whose function is that input)."""
-    from .power_cells import _attr, _body, _groups, _strip
+#: ``--max-fanout`` range
+MAX_FANOUT_RANGE = (2, 10_000)
 
-    text = _strip(Path(lib).read_text(errors="replace"))
+
+def check_max_fanout(max_fanout) -> None:
+    """``max_fanout``: ``None`` (no buffer trees) or an integer in :data:`MAX_FANOUT_RANGE`
+    (:class:`FlowError` otherwise)."""
+    lo, hi = MAX_FANOUT_RANGE
+    if max_fanout is not None and (isinstance(max_fanout, bool) or not isinstance(max_fanout, int)
+                                   or not lo <= max_fanout <= hi):
+        raise FlowError(f"--max-fanout {max_fanout}: must be an integer from {lo} to {hi:,}")
+
+
+def strongest_buffer(cells: dict) -> tuple[str, str, str, float]:
+    """``(cell, input pin, output pin, area)`` of the largest non-clock buffer (one input, one
+    output whose function is that input) of ``cells``
+    (:func:`flows.eda.power_cells.cell_summaries`)."""
     best = None
-    for m in re.finditer(r"\bcell\s*\(\s*\"?([^\s\")]+)\"?\s*\)\s*\{", text):
-        name = m.group(1)
-        if "CLK" in name.upper():
-            continue
-        body, _ = _body(text, m.end() - 1)
-        pins = {}
-        for pname, pin in _groups(body, "pin"):
-            pins[pname.strip('"')] = (_attr(pin, "direction"), _attr(pin, "function"))
+    for name, cell in cells.items():
+        pins = cell["pins"]
         ins = [p for p, (d, _) in pins.items() if d == "input"]
-        outs = [p for p, (d, f) in pins.items() if d == "output"]
-        if len(ins) != 1 or len(outs) != 1 or pins[outs[0]][1] != ins[0]:
+        outs = [p for p, (d, _) in pins.items() if d == "output"]
+        if ("CLK" in name.upper() or len(ins) != 1 or len(outs) != 1
+                or pins[outs[0]][1] != ins[0]):
             continue
-        area = float(_attr(body, "area") or 0)
-        if best is None or area > best[3]:
-            best = (name, ins[0], outs[0], area)
+        if best is None or cell["area"] > best[3]:
+            best = (name, ins[0], outs[0], cell["area"])
     if best is None:
-        raise FlowError(f"liberty {lib} has no buffer cell")
+        raise FlowError("the liberty has no buffer cell")
     return best
-
-
-def _directions(lib: Path, cells: set[str]) -> dict[str, dict[str, str]]:
-    from .power_cells import parse_cells
-
-    parsed = parse_cells(lib, cells)
-    return {c: {p: v["direction"] for p, v in d["pins"].items()} for c, d in parsed.items()}
 
 
 def buffer_fanout(netlist: str, lib: Path, max_fanout: int,
@@ -71,8 +69,9 @@ def buffer_fanout(netlist: str, lib: Path, max_fanout: int,
     cell-input loads (nets in ``keep`` untouched), and what was added: ``buffer`` (cell),
     ``nets`` (nets buffered), ``buffers`` (cells added), ``area_um2`` (their area) and
     ``largest_fanout`` (the most loads a net had before)."""
-    if max_fanout < 2:
-        raise FlowError(f"--max-fanout {max_fanout}: must be at least 2")
+    from .power_cells import cell_summaries
+
+    check_max_fanout(max_fanout)
     if "_fanout_buf" in netlist:
         raise FlowError("the netlist already has fanout buffer trees")
     lines = netlist.splitlines()
@@ -83,8 +82,12 @@ def buffer_fanout(netlist: str, lib: Path, max_fanout: int,
             cells.add(m.group(1))
     if not cells:
         raise FlowError("the netlist has no cell instances")
-    buf, buf_in, buf_out, buf_area = strongest_buffer(lib)
-    directions = _directions(lib, cells)
+    library = cell_summaries(lib)
+    missing = sorted(cells - set(library))
+    if missing:
+        raise FlowError(f"liberty {lib} has no cell {missing[0]} (used by the netlist)")
+    buf, buf_in, buf_out, buf_area = strongest_buffer(library)
+    directions = {c: {p: d for p, (d, _) in library[c]["pins"].items()} for c in cells}
     loads: dict[str, list[int]] = {}
     driven: set[str] = set()
     first_instance, current = None, None
@@ -153,4 +156,4 @@ def buffer_fanout(netlist: str, lib: Path, max_fanout: int,
         "levels": levels}
 
 
-__all__ = ["strongest_buffer", "buffer_fanout"]
+__all__ = ["MAX_FANOUT_RANGE", "check_max_fanout", "strongest_buffer", "buffer_fanout"]

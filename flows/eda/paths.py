@@ -149,9 +149,8 @@ def paths(folder, pairs: list[tuple[str, str]], max_fanout: int | None = None):
     ``design_buffered``) and what the buffering added (``buffering``)."""
     import tempfile
 
+    from .fanout import check_max_fanout
     from .tools import require
-
-    from .synth import check_max_fanout
 
     check_max_fanout(max_fanout)
     folder = Path(folder)
@@ -209,8 +208,8 @@ def table(rows: list[dict], summary: dict | None = None) -> str:
     for r in rows + [{"from": "(whole design)", "to": "", **_design(summary["design"]),
                       "buffered": _design(summary["design_buffered"])}]:
         ends = f"`{r['start']}` → `{r['end']}`" if r["start"] else ""
-        lines.append(f"| `{r['from']}` | `{r['to']}` | {_cell(r)} | {_cell(r['buffered'])} | "
-                     f"{ends} |".replace("| `` |", "|  |"))
+        to = f"`{r['to']}`" if r["to"] else ""
+        lines.append(f"| `{r['from']}` | {to} | {_cell(r)} | {_cell(r['buffered'])} | {ends} |")
     lines.append("")
     lines.append(f"Buffer trees: {b['nets']} nets of more than {b['max_fanout']} loads (the "
                  f"largest {b['largest_fanout']}), {b['buffers']} {b['buffer']} cells in up to "

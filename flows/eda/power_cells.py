@@ -148,17 +148,36 @@ def expression(text: str, names: set[str]) -> str:
     return result
 
 
+def _cell_bodies(text: str):
+    """``(name, body)`` of every ``cell`` group of a liberty's comment-stripped ``text``."""
+    for m in re.finditer(r"\bcell\s*\(\s*\"?([^\s\")]+)\"?\s*\)\s*\{", text):
+        yield m.group(1), _body(text, m.end() - 1)[0]
+
+
+def cell_summaries(lib: Path) -> dict[str, dict]:
+    """Every cell of the liberty: ``area`` (0 when missing) and ``pins`` (name → ``(direction,
+    function)``; bus and bundle pins are not listed)."""
+    text = _strip(Path(lib).read_text(errors="replace"))
+    cells = {}
+    for name, body in _cell_bodies(text):
+        pins = {}
+        for names, pin in _groups(body, "pin"):
+            for one in (n.strip().strip('"') for n in names.split(",")):
+                pins[one] = (_attr(pin, "direction"), _attr(pin, "function"))
+        cells[name] = {"area": float(_attr(body, "area") or 0), "pins": pins}
+    return cells
+
+
 def parse_cells(lib: Path, wanted: set[str]) -> dict[str, dict]:
     """The pins (name → direction, function, three_state) and storage groups of the cells
     named in ``wanted``; :class:`FlowError` for a cell the liberty lacks."""
     text = _strip(Path(lib).read_text(errors="replace"))
     cells = {}
-    for m in re.finditer(r"\bcell\s*\(\s*\"?([^\s\")]+)\"?\s*\)\s*\{", text):
-        if m.group(1) not in wanted:
+    for cell, body in _cell_bodies(text):
+        if cell not in wanted:
             continue
-        body, _ = _body(text, m.end() - 1)
         if _groups(body, "bus") or _groups(body, "bundle"):
-            raise FlowError(f"cell {m.group(1)} has bus or bundle pins, which the power flow's "
+            raise FlowError(f"cell {cell} has bus or bundle pins, which the power flow's "
                             f"cell models do not support")
         pins = {}
         for name, pin in _groups(body, "pin"):
@@ -173,7 +192,7 @@ def parse_cells(lib: Path, wanted: set[str]) -> dict[str, dict]:
                 storage.append({"kind": kind, "vars": names, **{
                     k: _attr(group, k) for k in ("next_state", "clocked_on", "data_in",
                                                  "enable", "clear", "preset")}})
-        cells[m.group(1)] = {"pins": pins, "storage": storage}
+        cells[cell] = {"pins": pins, "storage": storage}
     missing = sorted(wanted - set(cells))
     if missing:
         raise FlowError(f"liberty {lib} has no cell {missing[0]} (used by the netlist)")
@@ -243,4 +262,4 @@ def cell_models(lib: Path, cells: set[str]) -> tuple[str, dict[str, dict]]:
     return text, parsed
 
 
-__all__ = ["cell_models", "parse_cells", "expression"]
+__all__ = ["cell_models", "parse_cells", "cell_summaries", "expression"]

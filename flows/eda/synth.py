@@ -356,15 +356,9 @@ def check_clock(clock_ns) -> float:
 #: every file an area run may write into its output folder (for ``<top>``); an earlier run's
 #: files that a new run does not write are removed when the new run's files move in, if the
 #: folder's manifest proves that trainfab wrote them and they are unchanged (:mod:`flows.runs`)
-def check_max_fanout(max_fanout) -> None:
-    """``max_fanout``: ``None`` (no buffer trees) or 2 to 10,000 (:class:`FlowError`)."""
-    if max_fanout is not None and (isinstance(max_fanout, bool) or not isinstance(max_fanout, int)
-                                   or not 2 <= max_fanout <= 10_000):
-        raise FlowError(f"--max-fanout {max_fanout}: must be an integer from 2 to 10,000")
-
-
 def _area_files(top: str) -> tuple[str, ...]:
-    return (f"{top}.v", f"{top}.mapped.v", f"{top}.unbuffered.mapped.v", f"{top}.hier.mapped.v", "synth.ys", "synth_hier.ys",
+    return (f"{top}.v", f"{top}.mapped.v", f"{top}.unbuffered.mapped.v", f"{top}.hier.mapped.v",
+            "synth.ys", "synth_hier.ys",
             "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
             "stat_mapped.json", "stat_generic_hier.json", "stat_mapped_hier.json", "timing.tcl",
             "timing.log", ".history_sta", "area.json", "area.md")
@@ -411,6 +405,8 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     """
     from ..progress import Phases, config_key
     from ..runs import check_output, staged
+
+    from .fanout import check_max_fanout
 
     clock_ns = check_clock(clock_ns)
     check_max_fanout(max_fanout)
@@ -739,7 +735,7 @@ OpenSTA script:
 """
 
 
-__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "check_max_fanout", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
+__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
            "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks",
            "YosysPhases", "TIMES"]

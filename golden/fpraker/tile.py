@@ -23,8 +23,9 @@ exponent mode) on its own operands, from its start cycle: at least one cycle, un
 lanes is exhausted or done; its result and its cycles per group equal the standalone PE's.
 The PEs of a column meet at group boundaries: the column's group ends when every PE has
 finished it, so it takes ``max(min_cycles, max_r(offset_r + n_r))`` cycles, where ``n_r`` is PE
-``r``'s standalone cycle count and ``offset_r`` its exponent-block wait (below); with
-``share_exp`` that is ``max(n_2j, 1 + n_2j+1)`` over the row pairs, at least 2.  A PE that
+``r``'s standalone cycle count and ``offset_r`` its exponent-block wait (below) plus the
+``pipeline`` stage; with ``share_exp`` that is ``max(n_2j, 1 + n_2j+1)`` over the row pairs
+(each one more with the stage), at least ``min_cycles``.  A PE that
 finished waits for the column's slowest PE (``column_wait``).
 
 Register stage after the exponent block (``pipeline``)
