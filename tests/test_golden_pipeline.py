@@ -85,3 +85,53 @@ def test_mac16_cycles_starts_from_given_accumulators():
     got = mac16_cycles(cfg, [(np.array([2, 3]), np.array([5, 7]), False), None],
                        acc=[100, 200])
     assert [list(map(int, a)) for a in got] == [[100, 200], [110, 221]]
+
+
+@pytest.mark.parametrize("contexts, depth", [(2, 0), (3, 2), (4, 1), (6, 2)])
+def test_mac16_cycles_interleaves_independent_sums(contexts, depth):
+    """With ``contexts`` sums, the group of cycle ``t`` joins sum ``(slot + t) mod contexts``;
+    each sum is the one-context model (``mac16_run``) over its own groups, and cycle ``t``
+    shows sum ``(slot + t - depth) mod contexts`` with its groups up to cycle
+    ``t - contexts - depth``."""
+    cfg = MAC16Config(fmt="bf16", lanes=2, pipeline=depth, contexts=contexts)
+    gen = np.random.default_rng(contexts)
+    groups = _groups(cfg, 60, gen)
+    cycles = [g if gen.random() < 0.8 else None for g in groups] + [None] * (contexts + depth)
+    slot = int(gen.integers(0, contexts))
+    got = mac16_cycles(cfg, cycles, slot=slot)
+    for t in range(1, len(cycles) + 1):          # entry t - 1 is what cycle t shows
+        c = (slot + t - depth) % contexts
+        mine = [g for u, g in enumerate(cycles[:max(t - contexts - depth + 1, 0)])
+                if g is not None and (slot + u) % contexts == c]
+        want = mac16_run(cfg, mine)[-1] if mine else np.zeros(cfg.lanes, dtype=np.int64)
+        assert np.array_equal(got[t - 1], want), (t, c)
+
+
+def test_mac16_one_context_per_cycle_is_the_single_sum():
+    """Every group offered ``contexts`` times in a row: every sum is the one-context sum."""
+    gen = np.random.default_rng(7)
+    one = MAC16Config(fmt="fp16", lanes=3)
+    groups = _groups(one, 30, gen)
+    want = mac16_run(one, groups)[-1]
+    cfg = MAC16Config(fmt="fp16", lanes=3, contexts=3, pipeline=1)
+    cycles = [g for g in groups for _ in range(3)] + [None] * 4
+    got = mac16_cycles(cfg, cycles + [None] * 3, slot=2)
+    for shown in got[-3:]:
+        assert np.array_equal(shown, want)
+
+
+def test_mac16_contexts_range_and_starting_sums():
+    for bad in (0, 7, True):
+        with pytest.raises(ConfigError) as e:
+            MAC16Config(contexts=bad)
+        assert e.value.field == "contexts"
+    with pytest.raises(ConfigError, match="contexts = 2 is invalid: allowed 1 with the integer"):
+        MAC16Config(fmt="int8", contexts=2)
+    cfg = MAC16Config(fmt="bf16", lanes=1, contexts=2)
+    with pytest.raises(ValueError, match="slots 0..1"):
+        mac16_cycles(cfg, [None], slot=2)
+    with pytest.raises(ValueError, match=r"\(contexts, lanes\) = \(2, 1\)"):
+        mac16_cycles(cfg, [None], acc=[0])
+    # the given sums, shown in rotation while nothing is offered
+    got = mac16_cycles(cfg, [None] * 4, acc=[[0x3F800000], [0x40000000]], slot=1)
+    assert [int(a[0]) for a in got] == [0x3F800000, 0x40000000, 0x3F800000, 0x40000000]

@@ -5,7 +5,8 @@ testbench checks against (the same numerics, only the latency differs): the test
 fail, because it checks every output exactly ``pipeline`` cycles after its input with new
 inputs every cycle.  The last case keeps the latency but lets a MAC lane's ``valid`` and
 ``clear`` skip the product register, so they reach the accumulator one cycle ahead of their
-product.
+product.  With interleaved sums (``contexts``), a MAC whose FP32 adder has one stage too few
+(a loop one sum short) and one whose ``acc_slot`` ignores the product stages must fail too.
 """
 
 import pytest
@@ -63,4 +64,26 @@ def test_mac16_whose_valid_and_clear_skip_the_product_register(fmt, tb_options, 
     monkeypatch.setattr(hdl.baseline.mac16, "stage", stage)
     failed = run_failed("baseline.mac16", MAC16Config(fmt=fmt, lanes=2, pipeline=1), None,
                         tb_options)
+    assert {"directed", "random_accumulations"} <= set(failed), failed
+
+
+def test_mac16_whose_accumulation_loop_is_a_sum_short(tb_options, monkeypatch):
+    real = hdl.baseline.mac16.FPAddConfig
+    monkeypatch.setattr(hdl.baseline.mac16, "FPAddConfig",
+                        lambda fmt, pipeline=0: real(fmt, pipeline=pipeline - 1))
+    failed = run_failed("baseline.mac16", MAC16Config(fmt="bf16", lanes=2, contexts=3), None,
+                        tb_options)
+    assert {"directed", "random_accumulations"} <= set(failed), failed
+
+
+def test_mac16_whose_acc_slot_ignores_the_product_stages(tb_options):
+    cfg = MAC16Config(fmt="bf16", lanes=2, contexts=3, pipeline=1)
+
+    class Mutant(MAC16):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            m.d.comb += self.acc_slot.eq(self.slot)     # the last assignment wins
+            return m
+
+    failed = run_failed("baseline.mac16", cfg, lambda c: Mutant(c), tb_options)
     assert {"directed", "random_accumulations"} <= set(failed), failed

@@ -49,7 +49,10 @@ UNITS = (
                         {"fmt": "bf16", "lanes": 3},
                         # stages before the accumulators (the latency is checked exactly)
                         {"lanes": 3, "pipeline": 1}, {"fmt": "int8", "lanes": 3, "pipeline": 2},
-                        {"fmt": "fp16", "lanes": 3, "pipeline": 2}),
+                        {"fmt": "fp16", "lanes": 3, "pipeline": 2},
+                        # interleaved sums: the adder's stages inside the loop
+                        {"lanes": 3, "contexts": 3, "pipeline": 2},
+                        {"fmt": "hfp8", "lanes": 2, "contexts": 5}),
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"lanes": 2},
          # 4 bf16 MACs: one per value of fast.fmac's demo group of 4

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import check_choice, check_int
+from .. import ConfigError, check_choice, check_int
 from ..common.formats import format_named
 from ..common.fp_add import QNAN, fp32_add_bits
 from ..common.rounding import RoundConfig, convert_float, round_raw
@@ -17,6 +17,8 @@ from ..common.stream import delayed_steps
 MAC16_FORMATS = ("int8", "int12", "hfp8", "bf16", "fp16")
 #: most register stages before the accumulators (:class:`MAC16Config`.pipeline)
 MAC16_MAX_PIPELINE = 2
+#: most interleaved accumulations per lane (:class:`MAC16Config`.contexts)
+MAC16_MAX_CONTEXTS = 6
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,24 @@ class MAC16Config:
     #: multiplier (integers).  The accumulation itself stays one cycle, so results are
     #: unchanged; each group reaches the accumulators ``pipeline`` cycles later
     pipeline: int = 0
+    #: interleaved accumulations per lane, 1..6 (float formats; 1: the paper's MAC): the FP32
+    #: adder gets ``contexts - 1`` register stages inside the accumulation loop, so the loop
+    #: holds ``contexts`` independent sums that take the cycles in rotation (C-slow): the
+    #: group offered in a cycle joins the sum of that cycle's slot, ``t mod contexts``.  Each
+    #: sum is rounded exactly as with one context; only the groups are spread over the sums
+    contexts: int = 1
 
     def __post_init__(self):
         check_choice(self, "fmt", MAC16_FORMATS)
         check_int(self, "lanes", 1, 64)
         check_int(self, "acc_bits", 16, 48)
         check_int(self, "pipeline", 0, MAC16_MAX_PIPELINE)
+        check_int(self, "contexts", 1, MAC16_MAX_CONTEXTS)
+        if self.contexts > 1 and not self.is_float:
+            raise ConfigError(type(self).__name__, "contexts", self.contexts,
+                              f"1 with the integer format {self.fmt!r} (interleaved sums "
+                              f"cut the FP32 accumulation loop; an integer accumulator is "
+                              f"one short adder)")
 
     @property
     def format(self):
@@ -150,21 +164,59 @@ def _mac_step(cfg: MAC16Config, acc, group):
     return (acc + prod) & ((1 << cfg.acc_bits) - 1)
 
 
-def mac16_cycles(cfg: MAC16Config, cycles, acc=None) -> list:
+def mac16_cycles(cfg: MAC16Config, cycles, acc=None, slot: int = 0) -> list:
     """Cycle model (the timing contract of :class:`hdl.baseline.MAC16`): ``cycles`` holds, per
     clock cycle, ``None`` (no group offered) or a group ``(a, b, clear)`` offered with
     ``valid`` (always accepted).  Returns the accumulators seen in the cycle after each edge.
 
-    A group accepted at edge ``t`` is added into the accumulators at edge
-    ``t + cfg.pipeline``, so ``acc`` shows it from the cycle after that edge (``pipeline = 0``:
-    the next cycle); groups follow each other every cycle, each one accumulated exactly once,
-    in order, and the idle cycles between them leave the accumulators as they are.  ``acc``:
-    the accumulators before the first cycle, with no group in flight (default zeros)."""
-    acc = (np.zeros(cfg.lanes, dtype=np.int64) if acc is None
-           else np.asarray(acc, dtype=np.int64).copy())
-    return delayed_steps(cycles, cfg.pipeline, acc,
-                         lambda acc, group: _mac_step(cfg, acc, group), lambda acc: acc.copy())
+    One context (``cfg.contexts = 1``): a group accepted at edge ``t`` is added into the
+    accumulators at edge ``t + cfg.pipeline``, so ``acc`` shows it from the cycle after that
+    edge (``pipeline = 0``: the next cycle); groups follow each other every cycle, each one
+    accumulated exactly once, in order, and the idle cycles between them leave the
+    accumulators as they are.  ``acc``: the accumulators before the first cycle, with no group
+    in flight (default zeros).
+
+    ``C = cfg.contexts > 1`` interleaved sums per lane: the group offered in cycle ``t`` joins
+    sum ``(slot + t) mod C`` (``slot``: the unit's ``slot`` output in the first cycle), and is
+    added into it ``C - 1 + pipeline`` edges after the edge that takes it, ``clear``
+    restarting that sum alone.  In cycle ``t`` the unit shows sum
+    ``(slot + t - pipeline) mod C`` (its ``acc_slot`` output, :func:`mac16_acc_slot`), with
+    every group of that sum offered up to cycle ``t - C - pipeline``; as with one context, the
+    list's entry ``t`` is what the cycle after edge ``t`` (cycle ``t + 1``) shows.  ``acc``: ``(C, lanes)``,
+    the sums before the first cycle, indexed by slot, with nothing in flight (default zeros).
+    """
+    C = cfg.contexts
+    if C == 1:
+        acc = (np.zeros(cfg.lanes, dtype=np.int64) if acc is None
+               else np.asarray(acc, dtype=np.int64).copy())
+        return delayed_steps(cycles, cfg.pipeline, acc,
+                             lambda acc, group: _mac_step(cfg, acc, group),
+                             lambda acc: acc.copy())
+    if isinstance(slot, bool) or not isinstance(slot, (int, np.integer)) or not 0 <= slot < C:
+        raise ValueError(f"mac16_cycles: slot {slot!r}; {C} contexts have slots 0..{C - 1}")
+    sums = (np.zeros((C, cfg.lanes), dtype=np.int64) if acc is None
+            else np.asarray(acc, dtype=np.int64).copy())
+    if sums.shape != (C, cfg.lanes):
+        raise ValueError(f"mac16_cycles: acc of shape {sums.shape}; {C} contexts need "
+                         f"(contexts, lanes) = {(C, cfg.lanes)}")
+    lag = C + cfg.pipeline
+    out = []
+    for t in range(len(cycles)):
+        # the cycle after edge t shows the sums with every group up to cycle t + 1 - lag
+        u = t + 1 - lag
+        if u >= 0 and cycles[u] is not None:
+            c = (slot + u) % C
+            sums[c] = _mac_step(cfg, sums[c], cycles[u])
+        out.append(sums[mac16_acc_slot(cfg, t + 1, slot)].copy())
+    return out
 
 
-__all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16Config", "product_config", "mac16_products",
-           "mac16_operands", "mac16_run", "mac16_cycles"]
+def mac16_acc_slot(cfg: MAC16Config, t: int, slot: int = 0) -> int:
+    """The sum :class:`hdl.baseline.MAC16` shows on ``acc`` in cycle ``t`` of a run whose first
+    cycle's ``slot`` is ``slot``: ``(slot + t - pipeline) mod contexts``."""
+    return (slot + t - cfg.pipeline) % cfg.contexts
+
+
+__all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16_MAX_CONTEXTS", "MAC16Config",
+           "product_config", "mac16_products", "mac16_operands", "mac16_run", "mac16_cycles",
+           "mac16_acc_slot"]

@@ -17,6 +17,19 @@ arrives later:
 A group accepted at edge ``t`` enters the accumulators at edge ``t + pipeline``
 (:func:`golden.baseline.mac16_cycles`).  The FP32 accumulation loop (adder and register) bounds
 the clock of the float formats at every depth.
+
+Interleaved sums (``cfg.contexts``, 1..6; float formats)
+-------------------------------------------------------
+Stages in front of the loop cannot shorten it.  With ``C = contexts > 1`` the FP32 adder takes
+``C - 1`` of its own register stages (:data:`hdl.common.fp_add.CUTS`), so the loop — the
+``clear`` gate, the adder and the accumulator register — is ``C`` registers long and holds
+``C`` independent sums, one per slot, each passing the adder once every ``C`` cycles (C-slow
+retiming).  A free-running counter names the slot of each cycle (``slot``); the group offered
+in a cycle joins that slot's sum.  An idle cycle adds ``-0`` (``x + (-0) = x`` for every value
+the accumulator can hold: ±0, normals, ±Inf and the canonical NaN), so no hold multiplexer
+enters the loop; the addend (the product or ``-0``) and the restart (``valid & clear``) are
+formed before the ``product`` register.  The adder's stage registers hold no sum after reset, so the accumulator
+loads +0 until ``contexts - 1`` cycles have passed (a gate at the end of the loop).  Each sum is rounded exactly as the one-context MAC rounds it.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -28,7 +41,7 @@ from golden.common.fp_add import QNAN, FPAddConfig
 
 from ..common.formats import decode, layout
 from ..common.fp_add import FPAdder
-from ..common.pipeline import stage
+from ..common.pipeline import delay, stage
 from ..common.rounding import Round
 from ..common.signatures import operand_group
 
@@ -43,6 +56,10 @@ class FPMacLane(wiring.Component):
     Latency: ``en``/``clear`` and the operands of a cycle reach the accumulator
     ``cfg.pipeline`` edges later (stages in the module docstring); ``acc`` shows the sum from
     the cycle after.
+
+    With ``cfg.contexts = C > 1`` the adder has ``C - 1`` stages inside the loop (module
+    docstring): a cycle's operands join the sum that leaves the adder in that cycle, ``acc``
+    shows the sums in rotation, and an idle cycle adds ``-0``.
 
     Ports
     -----
@@ -83,12 +100,25 @@ class FPMacLane(wiring.Component):
             m.d.comb += p.eq(Cat(Const(0x7F800000, 31), sign))
         with m.Else():
             m.d.comb += p.eq(prod.o.bits)
-        prd = stage(m, {"p": p, "en": en, "clear": clear}, "product" in cuts, name="product")
-        p, en, clear = prd["p"], prd["en"], prd["clear"]
-        add = m.submodules.add = FPAdder(FPAddConfig("fp32"))
-        m.d.comb += [add.a.eq(Mux(clear, 0, self.acc)), add.b.eq(p)]
-        with m.If(en):
-            m.d.sync += self.acc.eq(add.sum)
+        C = self.cfg.contexts
+        add = m.submodules.add = FPAdder(FPAddConfig("fp32", pipeline=C - 1))
+        if C == 1:
+            prd = stage(m, {"p": p, "en": en, "clear": clear}, "product" in cuts,
+                        name="product")
+            p, en, clear = prd["p"], prd["en"], prd["clear"]
+            m.d.comb += [add.a.eq(Mux(clear, 0, self.acc)), add.b.eq(p)]
+            with m.If(en):
+                m.d.sync += self.acc.eq(add.sum)
+            return m
+        # C-slow loop: every cycle passes one sum through the adder; an idle cycle adds -0.
+        # The addend and the restart are decided before the product register, so that only
+        # the restart's gate lies between a register and the adder
+        prd = stage(m, {"b": Mux(en, p, 0x80000000), "restart": en & clear}, "product" in cuts,
+                    name="product")
+        m.d.comb += [add.a.eq(Mux(prd["restart"], 0, self.acc)), add.b.eq(prd["b"])]
+        # the adder's stage registers hold no sum after reset: +0 leaves it until they do
+        live = delay(m, Const(1), C - 1, name="live")
+        m.d.sync += self.acc.eq(Mux(live, add.sum, 0))
         return m
 
 
@@ -114,20 +144,37 @@ class MAC16(wiring.Component):
         ``a``, ``b`` (``lanes`` operands each) and ``clear`` (restart from 0).
     acc : Out(32) array of ``lanes``
         The accumulators (FP32 bits, or ``acc_bits``-bit two's complement).
+    slot, acc_slot : Out(range(contexts)), only with ``cfg.contexts > 1``
+        The sum a group offered in this cycle joins (a free-running counter, 0 after reset),
+        and the sum ``acc`` shows in this cycle, ``(slot - pipeline) mod contexts``
+        (:func:`golden.baseline.mac16_acc_slot`).  A group joins its slot's sum
+        ``contexts - 1 + pipeline`` edges after the edge that takes it.
     """
 
     def __init__(self, cfg: MAC16Config = MAC16Config()):
         self.cfg = cfg
-        super().__init__({
+        ports = {
             "grp": In(operand_group(cfg.fmt, cfg.lanes)),
             "acc": Out(32 if cfg.is_float else cfg.acc_bits).array(cfg.lanes),
-        })
+        }
+        if cfg.contexts > 1:
+            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
+        super().__init__(ports)
 
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
         grp = self.grp
         m.d.comb += grp.ready.eq(1)
+        C = cfg.contexts
+        if C > 1:
+            with m.If(self.slot == C - 1):
+                m.d.sync += self.slot.eq(0)
+            with m.Else():
+                m.d.sync += self.slot.eq(self.slot + 1)
+            shift = (C - cfg.pipeline % C) % C
+            m.d.comb += self.acc_slot.eq(Mux(self.slot + shift >= C, self.slot + shift - C,
+                                             self.slot + shift))
         for i in range(cfg.lanes):
             a, b = grp.payload.a[i], grp.payload.b[i]
             if cfg.is_float:
