@@ -6,13 +6,16 @@ fail, because it checks every output exactly ``pipeline`` cycles after its input
 inputs every cycle.  The last case keeps the latency but lets a MAC lane's ``valid`` and
 ``clear`` skip the product register, so they reach the accumulator one cycle ahead of their
 product.  With interleaved sums (``contexts``), a MAC whose FP32 adder has one stage too few
-(a loop one sum short) and one whose ``acc_slot`` ignores the product stages must fail too.
+(a loop one sum short) and one whose ``acc_slot`` ignores the product stages must fail too, and
+so must an fMAC with interleaved dot products whose loop is one sum short.
 """
 
 import pytest
 
 import hdl.baseline.mac16
+import hdl.common.fp_add
 from golden.baseline import MAC16Config
+from golden.fast.numerics import FMACConfig
 from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
 from hdl.baseline import MAC16
@@ -68,9 +71,9 @@ def test_mac16_whose_valid_and_clear_skip_the_product_register(fmt, tb_options, 
 
 
 def test_mac16_whose_accumulation_loop_is_a_sum_short(tb_options, monkeypatch):
-    real = hdl.baseline.mac16.FPAddConfig
-    monkeypatch.setattr(hdl.baseline.mac16, "FPAddConfig",
-                        lambda fmt, pipeline=0: real(fmt, pipeline=pipeline - 1))
+    real = hdl.common.fp_add.FPAddConfig
+    monkeypatch.setattr(hdl.common.fp_add, "FPAddConfig",
+                        lambda fmt, pipeline=0: real(fmt, pipeline=max(pipeline - 1, 0)))
     failed = run_failed("baseline.mac16", MAC16Config(fmt="bf16", lanes=2, contexts=3), None,
                         tb_options)
     assert {"directed", "random_accumulations"} <= set(failed), failed
@@ -87,3 +90,12 @@ def test_mac16_whose_acc_slot_ignores_the_product_stages(tb_options):
 
     failed = run_failed("baseline.mac16", cfg, lambda c: Mutant(c), tb_options)
     assert {"directed", "random_accumulations"} <= set(failed), failed
+
+
+def test_fmac_whose_accumulation_loop_is_a_sum_short(tb_options, monkeypatch):
+    real = hdl.common.fp_add.FPAddConfig
+    monkeypatch.setattr(hdl.common.fp_add, "FPAddConfig",
+                        lambda fmt, pipeline=0: real(fmt, pipeline=max(pipeline - 1, 0)))
+    failed = run_failed("fast.fmac", FMACConfig(group=3, m_max=4, contexts=3), None,
+                        tb_options)
+    assert {"spec_vectors", "random_dot_products"} <= set(failed), failed

@@ -16,6 +16,7 @@ from amaranth.back import verilog
 
 import hdl.fast.array
 import hdl.fast.fmac
+from golden import ConfigError
 from golden.fast.array import (
     FMAC_ARRAY_MAX_PIPELINE,
     ArrayIn,
@@ -28,10 +29,12 @@ from golden.fast.numerics import (
     FMAC_WIDTHS,
     FMACConfig,
     FMACSim,
+    FMACSlots,
     FastInputError,
     Quantized,
     fmac_cycles,
     fmac_run,
+    fmac_sim,
     gemm_quantized,
     rounds,
 )
@@ -92,6 +95,51 @@ def test_fmac_cycles_is_the_one_cycle_fmac_with_a_later_accumulator(depth, gap):
         assert run.outputs[done].acc == int(np.float32(want[k]).view(np.uint32)), k
     if not gap:
         assert list(np.diff(run.accepted)) == [rounds(p[1], p[3]) for p in pairs[:-1]]
+
+
+@pytest.mark.parametrize("contexts, depth", [(2, 0), (3, 2), (5, 1)])
+def test_fmac_slots_are_one_cycle_fmacs_in_rotation(contexts, depth):
+    """With ``contexts = C``, cycle ``t`` is context ``(slot + t) mod C``'s: its ready, busy
+    and last are those of a one-cycle fMAC that sees only its own cycles' inputs; ``acc``
+    shows context ``(slot + t - depth) mod C``, and each pair's result (the one-context
+    fMAC's over its own context's pairs, from +0) from cycle ``t + C (rounds + 1) + depth``
+    after the cycle ``t`` that takes it; ``error`` is the OR over the contexts."""
+    gen = np.random.default_rng(contexts * 10 + depth)
+    cfg = FMACConfig(group=4, m_max=6, pipeline=depth, contexts=contexts)
+    one = FMACConfig(group=4, m_max=6)
+    slot = int(gen.integers(0, contexts))
+    pairs = _pairs(cfg, gen, 40)
+    items = _items(pairs, gen, 0.3)
+    run = fmac_cycles(cfg, items, FMACSlots(cfg, slot))
+    refs = [FMACSim(one) for _ in range(contexts)]
+    taken = {c: [] for c in range(contexts)}
+    for t, (item, o) in enumerate(zip(run.inputs, run.outputs)):
+        c = (slot + t) % contexts
+        r = refs[c].outputs()
+        assert (o.slot, o.acc_slot) == (c, (slot + t - depth) % contexts), t
+        assert (o.ready, o.busy, o.last) == (r.ready, r.busy, r.last), t
+        assert o.error == any(s.error for s in refs)
+        if refs[c].step(item):
+            taken[c].append((t, item))
+    assert sum(len(v) for v in taken.values()) == len(pairs) == len(run.accepted)
+    for c, mine in taken.items():
+        want = fmac_run(one, [item for _, item in mine])[0] if mine else []
+        for (t, item), acc in zip(mine, want):
+            done = t + contexts * (rounds(item[1], item[3]) + 1) + depth
+            assert run.outputs[done].acc_slot == c
+            assert run.outputs[done].acc == int(np.float32(acc).view(np.uint32)), (c, t)
+
+
+def test_fmac_contexts_range():
+    for bad in (0, 7, True):
+        with pytest.raises(ConfigError) as e:
+            FMACConfig(contexts=bad)
+        assert e.value.field == "contexts"
+    with pytest.raises(FastInputError, match="FMACSlots"):
+        FMACSim(FMACConfig(contexts=2))
+    with pytest.raises(FastInputError, match="slot"):
+        FMACSlots(FMACConfig(contexts=2), slot=2)
+    assert isinstance(fmac_sim(FMACConfig(contexts=3)), FMACSlots)
 
 
 def test_fmac_cycles_continues_a_model():

@@ -82,7 +82,10 @@ UNITS = (
                  "(mx/2)(my/2) cycles per group pair",
          config="FMACConfig", component="FMAC", preset="fast-paper",
          extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}, {"m_max": 4, "pipeline": 1},
-                        {"group": 5, "m_max": 6, "pipeline": 3}),
+                        {"group": 5, "m_max": 6, "pipeline": 3},
+                        # interleaved dot products: the adder's stages inside the loop
+                        {"group": 5, "m_max": 6, "contexts": 3, "pipeline": 2},
+                        {"m_max": 4, "contexts": 5}),
          test_sizes={"quick": 12, "standard": 60, "full": 10000},
          synth_overrides={"group": 4, "m_max": 4},
          # groups of 4 with FAST's 2/4-bit widths, beside 4 bf16 MACs (baseline.mac16)

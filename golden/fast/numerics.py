@@ -413,6 +413,8 @@ def convert_cycles(cfg: ConverterConfig, cycles, error: bool = False) -> list:
 
 #: most register stages between a round's operands and the accumulator (:class:`FMACConfig`)
 FMAC_MAX_PIPELINE = 3
+#: most interleaved pairs (:class:`FMACConfig`.contexts)
+FMAC_MAX_CONTEXTS = 6
 
 
 @dataclass(frozen=True)
@@ -429,12 +431,19 @@ class FMACConfig:
     #: accumulation itself stays one cycle, so results are unchanged; every round reaches the
     #: accumulator ``pipeline`` cycles later (:class:`FMACSim`)
     pipeline: int = 0
+    #: interleaved dot products, 1..6 (1: the paper's fMAC): the fMAC's state (the pair's
+    #: registers, the round counters) is held ``contexts`` times and the FP32 adder gets
+    #: ``contexts - 1`` register stages inside the accumulation loop (C-slow), so ``contexts``
+    #: dot products share the datapath, each one served every ``contexts``-th cycle
+    #: (:class:`FMACSlots`); each is accumulated exactly as by the one-context fMAC
+    contexts: int = 1
 
     def __post_init__(self):
         check_int(self, "group", 1, 64)
         if isinstance(self.m_max, bool) or self.m_max not in FMAC_WIDTHS:
             raise ConfigError(type(self).__name__, "m_max", self.m_max, "one of 2, 4, 6, 8")
         check_int(self, "pipeline", 0, FMAC_MAX_PIPELINE)
+        check_int(self, "contexts", 1, FMAC_MAX_CONTEXTS)
 
 
 def fmac_run(cfg: FMACConfig, pairs) -> tuple:
@@ -460,6 +469,9 @@ class FMACCycle:
     last: bool
     acc: int
     error: bool
+    #: with ``contexts > 1``: the dot product served in the cycle, and the one ``acc`` shows
+    slot: int = 0
+    acc_slot: int = 0
 
 
 class FMACSim:
@@ -477,6 +489,8 @@ class FMACSim:
     the accumulator as it is."""
 
     def __init__(self, cfg: FMACConfig = FMACConfig()):
+        if cfg.contexts != 1:
+            raise FastInputError("cfg.contexts", cfg.contexts, "1 (FMACSlots models more)")
         self.cfg = cfg
         zero = (0, np.zeros(cfg.group, np.int64), np.zeros(cfg.group, np.int64))
         self.x = self.y = zero
@@ -552,11 +566,84 @@ class FMACSim:
         return take
 
 
+class FMACSlots:
+    """Cycle model of the fMAC with ``C = cfg.contexts > 1`` interleaved dot products (the
+    timing contract of :class:`hdl.fast.FMAC`; same interface as :class:`FMACSim`).
+
+    Cycle ``t`` serves dot product ``c = (slot + t) mod C`` (``slot``: the unit's ``slot``
+    output in the first cycle): ``ready``, ``busy`` and ``last`` are that context's, a pair
+    taken in the cycle becomes that context's, and the context runs one round, exactly as the
+    one-context fMAC (:class:`FMACSim` at depth 0) does in its own cycles: every context
+    advances once every ``C`` cycles.  A round run in cycle ``u`` reaches the accumulator
+    loop ``pipeline`` cycles later and leaves the adder's ``C - 1`` stages ``C`` edges after
+    that: ``acc`` shows, in cycle ``t``, context ``(slot + t - pipeline) mod C``
+    (``acc_slot``) with its rounds up to cycle ``t - pipeline - C``.  ``error`` is the sticky
+    OR over the contexts."""
+
+    def __init__(self, cfg: FMACConfig, slot: int = 0):
+        C = cfg.contexts
+        if C < 2:
+            raise FastInputError("cfg.contexts", C, "2 or more (FMACSim models one)")
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < C:
+            raise FastInputError("slot", slot, f"0..{C - 1}")
+        self.cfg = cfg
+        one = FMACConfig(group=cfg.group, m_max=cfg.m_max)
+        self.sims = [FMACSim(one) for _ in range(C)]
+        self.slot0 = slot
+        self.t = 0
+        #: the served context's accumulator after each cycle's edge
+        self.after = []
+        #: the cycle of the latest round run
+        self.last_round = -1
+
+    def _served(self, t: int) -> int:
+        return (self.slot0 + t) % self.cfg.contexts
+
+    def _shown(self, t: int) -> tuple:
+        c = (self.slot0 + t - self.cfg.pipeline) % self.cfg.contexts
+        u = t - self.cfg.pipeline - self.cfg.contexts
+        return c, (self.after[u] if u >= 0 else 0)
+
+    @property
+    def idle(self) -> bool:
+        """No round running, and every round run is in the accumulator loop's output."""
+        return (not any(s.busy for s in self.sims)
+                and self.t > self.last_round + self.cfg.pipeline + self.cfg.contexts - 1)
+
+    def outputs(self) -> FMACCycle:
+        c = self._served(self.t)
+        o = self.sims[c].outputs()
+        shown, acc = self._shown(self.t)
+        return FMACCycle(ready=o.ready, busy=o.busy, last=o.last, acc=acc,
+                         error=any(s.error for s in self.sims), slot=c, acc_slot=shown)
+
+    def cycle(self, pair=None) -> FMACCycle:
+        out = self.outputs()
+        self.step(pair)
+        return out
+
+    def step(self, pair=None) -> bool:
+        sim = self.sims[self._served(self.t)]
+        if sim.busy:
+            self.last_round = self.t
+        taken = sim.step(pair)
+        self.after.append(sim.acc)
+        self.t += 1
+        return taken
+
+
+def fmac_sim(cfg: FMACConfig, slot: int = 0):
+    """The cycle model of ``cfg``: :class:`FMACSim`, or :class:`FMACSlots` with ``contexts``
+    (whose first cycle serves ``slot``)."""
+    return FMACSim(cfg) if cfg.contexts == 1 else FMACSlots(cfg, slot)
+
+
 @dataclass
 class FMACRun:
     """Pairs through :class:`FMACSim`: the input of every cycle (the pair offered, or
     ``None``), the model's outputs in every cycle, the cycle in which each pair was taken and
-    the accumulator after each pair (:func:`fmac_run`'s, which starts from +0)."""
+    the accumulator after each pair (:func:`fmac_run`'s, which starts from +0; with
+    ``contexts``, the pair's own context's, continuing the accumulator it had)."""
 
     inputs: list
     outputs: list
@@ -570,10 +657,12 @@ def fmac_cycles(cfg: FMACConfig, items, sim: FMACSim | None = None) -> FMACRun:
     last item the run idles until every round has reached the accumulator, and ends with the
     cycle in which ``acc`` holds the last pair's result.  ``sim`` continues a model from the
     state an earlier run left (default: a fresh fMAC after reset)."""
-    sim = sim or FMACSim(cfg)
+    sim = sim or fmac_sim(cfg)
     if sim.cfg != cfg:
         raise FastInputError("sim", sim.cfg, f"a model of {cfg}")
     run = FMACRun([], [], [], [])
+    # with contexts: each context's accumulator as the run finds it
+    start = [s.acc for s in sim.sims] if cfg.contexts > 1 else None
 
     def clock(item) -> bool:
         run.inputs.append(item)
@@ -590,7 +679,17 @@ def fmac_cycles(cfg: FMACConfig, items, sim: FMACSim | None = None) -> FMACRun:
         clock(None)
     clock(None)
     pairs = [item for item in items if item is not None]
-    run.accs = fmac_run(cfg, pairs)[0] if pairs else []
+    if cfg.contexts == 1:
+        run.accs = fmac_run(cfg, pairs)[0] if pairs else []
+        return run
+    # each context accumulates its own pairs, from the accumulator it had
+    run.accs = [None] * len(pairs)
+    acc = [np.uint32(bits).view(np.float32) for bits in start]
+    for k, t in enumerate(run.accepted):
+        c = run.outputs[t].slot
+        x, mx, y, my, clear = pairs[k]
+        acc[c] = fmac_group(np.float32(0) if clear else acc[c], x, mx, y, my)
+        run.accs[k] = acc[c]
     return run
 
 
@@ -784,8 +883,8 @@ __all__ = [
     "FastInputError", "lane_seeds", "CONVERTER_STAGES", "CONVERTER_MAX_PIPELINE",
     "ConverterConfig", "Converted", "convert_groups", "ConverterSim",
     "convert_cycles",
-    "FMAC_MAX_PIPELINE", "FMACConfig", "fmac_run", "FMACCycle", "FMACSim", "FMACRun",
-    "fmac_cycles",
+    "FMAC_MAX_PIPELINE", "FMAC_MAX_CONTEXTS", "FMACConfig", "fmac_run", "FMACCycle", "FMACSim",
+    "FMACSlots", "fmac_sim", "FMACRun", "fmac_cycles",
     "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant", "chunks",
     "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step", "LaneRNG",
     "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows", "gemm_quantized",

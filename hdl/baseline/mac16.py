@@ -40,8 +40,8 @@ from golden.baseline import MAC16Config, product_config
 from golden.common.fp_add import QNAN, FPAddConfig
 
 from ..common.formats import decode, layout
-from ..common.fp_add import FPAdder
-from ..common.pipeline import delay, stage
+from ..common.fp_add import FPAdder, interleaved_sum
+from ..common.pipeline import slots, stage
 from ..common.rounding import Round
 from ..common.signatures import operand_group
 
@@ -101,8 +101,8 @@ class FPMacLane(wiring.Component):
         with m.Else():
             m.d.comb += p.eq(prod.o.bits)
         C = self.cfg.contexts
-        add = m.submodules.add = FPAdder(FPAddConfig("fp32", pipeline=C - 1))
         if C == 1:
+            add = m.submodules.add = FPAdder(FPAddConfig("fp32"))
             prd = stage(m, {"p": p, "en": en, "clear": clear}, "product" in cuts,
                         name="product")
             p, en, clear = prd["p"], prd["en"], prd["clear"]
@@ -115,10 +115,7 @@ class FPMacLane(wiring.Component):
         # the restart's gate lies between a register and the adder
         prd = stage(m, {"b": Mux(en, p, 0x80000000), "restart": en & clear}, "product" in cuts,
                     name="product")
-        m.d.comb += [add.a.eq(Mux(prd["restart"], 0, self.acc)), add.b.eq(prd["b"])]
-        # the adder's stage registers hold no sum after reset: +0 leaves it until they do
-        live = delay(m, Const(1), C - 1, name="live")
-        m.d.sync += self.acc.eq(Mux(live, add.sum, 0))
+        interleaved_sum(m, self.acc, prd["b"], prd["restart"], C)
         return m
 
 
@@ -166,15 +163,8 @@ class MAC16(wiring.Component):
         m = Module()
         grp = self.grp
         m.d.comb += grp.ready.eq(1)
-        C = cfg.contexts
-        if C > 1:
-            with m.If(self.slot == C - 1):
-                m.d.sync += self.slot.eq(0)
-            with m.Else():
-                m.d.sync += self.slot.eq(self.slot + 1)
-            shift = (C - cfg.pipeline % C) % C
-            m.d.comb += self.acc_slot.eq(Mux(self.slot + shift >= C, self.slot + shift - C,
-                                             self.slot + shift))
+        if cfg.contexts > 1:
+            slots(m, self.slot, self.acc_slot, cfg.contexts, cfg.pipeline)
         for i in range(cfg.lanes):
             a, b = grp.payload.a[i], grp.payload.b[i]
             if cfg.is_float:

@@ -22,11 +22,15 @@ structure at named points, as FloPoCo places its stages, and the sum appears exa
 after the add (about half-way); 2 after the alignment and the normalize (thirds); 3 after the
 alignment, the add and the normalize; 4 adds the swap; 5 adds the increment.  The special-case
 result (NaN, ±Inf operands) is decided from the operands and delayed beside the datapath.
+
+:func:`interleaved_sum` puts the stages of a depth inside an FP32 accumulation loop: the loop
+then holds as many independent sums as it has registers (C-slow), the way the MAC baseline's
+and the fMAC's ``contexts`` reach a short clock without changing how each sum is rounded.
 """
 
 import dataclasses
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -137,4 +141,20 @@ class FPAdder(wiring.Component):
         return m
 
 
-__all__ = ["FPAdder"]
+def interleaved_sum(m, acc, addend, restart, contexts: int, *, name: str = "add") -> FPAdder:
+    """The accumulation loop ``acc <= (restart ? +0 : acc) + addend`` with ``contexts - 1``
+    register stages of the adder inside it (``contexts >= 2``): the loop holds ``contexts``
+    sums, one per cycle of a rotation, each passing the adder once every ``contexts`` cycles.
+
+    An idle cycle must offer ``addend = -0`` (``x + (-0) = x`` for every value the loop can
+    hold: ±0, normals, ±Inf and the canonical NaN), so no hold multiplexer enters the loop.
+    The adder's stage registers hold no sum after reset, so ``acc`` (FP32 bits) loads +0
+    until ``contexts - 1`` cycles have passed.  Returns the adder (submodule ``name``)."""
+    add = m.submodules[name] = FPAdder(FPAddConfig("fp32", pipeline=contexts - 1))
+    m.d.comb += [add.a.eq(Mux(restart, 0, acc)), add.b.eq(addend)]
+    live = delay(m, Const(1), contexts - 1, name=f"{name}_live")
+    m.d.sync += acc.eq(Mux(live, add.sum, 0))
+    return add
+
+
+__all__ = ["FPAdder", "interleaved_sum"]

@@ -14,11 +14,14 @@ Three pieces, so that a unit states *where* its stages go and never re-derives *
   every combinational path through the stream in both directions, and it still moves one
   transfer per cycle while the consumer is ready.  Nothing is lost, duplicated or reordered
   whatever the producer's idle cycles and the consumer's back-pressure.
+* :func:`ring` and :func:`slots` — C-slow retiming: a state register held once per interleaved
+  context, in a ring whose head is the context served in the cycle, and the counters that name
+  the contexts (the served one, and the one a loop ``pipeline`` stages behind shows).
 
 Registers live in the ``sync`` domain (clock ``clk``, synchronous reset ``rst``) and reset to 0.
 """
 
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,6 +69,31 @@ def stage(m, values, enable: bool = True, *, en=None, name: str = "stage"):
     out = [delay(m, v, 1 if enable else 0, en=en, name=f"{name}_{k}")
            for k, v in enumerate(values)]
     return type(values)(out) if isinstance(values, tuple) else out
+
+
+def ring(m, cur, nxt, contexts: int, *, name: str) -> None:
+    """A state register ``cur`` (a signal: the head, the state of the context served in this
+    cycle) held for ``contexts`` interleaved contexts (C-slow).  ``nxt`` is the head's next
+    state, computed from ``cur`` by the unit's logic; it enters the ring's tail and returns to
+    the head ``contexts`` edges later, so every context advances once every ``contexts``
+    cycles.  ``contexts = 1`` is the plain register ``cur <= nxt``.  The other registers are
+    named ``<name>_ctx1`` … (reset value 0, like ``cur``'s)."""
+    regs = [cur] + [Signal(_shape(cur), name=f"{name}_ctx{k}") for k in range(1, contexts)]
+    m.d.sync += regs[-1].eq(nxt)
+    for k in range(contexts - 1):
+        m.d.sync += regs[k].eq(regs[k + 1])
+
+
+def slots(m, slot, shown, contexts: int, lag: int) -> None:
+    """Drive ``slot``, a free-running counter ``0 .. contexts - 1`` (0 after reset: the context
+    served in the cycle), and ``shown = (slot - lag) mod contexts`` (the context that a loop
+    ``lag`` cycles behind the served one shows)."""
+    with m.If(slot == contexts - 1):
+        m.d.sync += slot.eq(0)
+    with m.Else():
+        m.d.sync += slot.eq(slot + 1)
+    shift = (contexts - lag % contexts) % contexts
+    m.d.comb += shown.eq(Mux(slot + shift >= contexts, slot + shift - contexts, slot + shift))
 
 
 class DelayLine(wiring.Component):
@@ -155,4 +183,4 @@ class StreamSlice(wiring.Component):
         return m
 
 
-__all__ = ["delay", "stage", "DelayLine", "StreamSlice"]
+__all__ = ["delay", "stage", "ring", "slots", "DelayLine", "StreamSlice"]

@@ -29,6 +29,21 @@ pair's result from the cycle ``pipeline + 1`` after its last round
 (:class:`golden.fast.numerics.FMACSim`), and ``error`` is set at the edge that takes the pair,
 as at depth 0.  The accumulation loop (multiplexer, FP32 adder, accumulator) bounds the clock
 at every depth.
+
+Interleaved dot products (``cfg.contexts``, 1..6)
+------------------------------------------------
+With ``C = contexts > 1`` the fMAC is C-slowed: every state register (the pair's operands, the
+chunk counts and counters, ``fresh``, ``busy``) becomes a ring of ``C``
+(:func:`hdl.common.pipeline.ring`) whose head is the context served in the cycle, and the
+FP32 adder takes ``C - 1`` stages inside the accumulation loop
+(:func:`hdl.common.fp_add.interleaved_sum`).  ``C`` dot products share the datapath, each
+served every ``C``-th cycle and accumulated exactly as by the one-context fMAC; ``slot`` names
+the context served in the cycle (its ``busy``, ``last`` and ``grp.ready``; a pair taken joins
+it) and ``acc_slot`` the one ``acc`` shows, ``(slot - pipeline) mod C``
+(:class:`golden.fast.numerics.FMACSlots`).  The round's addend (the FP generator's value, or
+``-0`` in a cycle without a round) and its restart flag are formed before the ``generator``
+register.  ``error`` stays one sticky flag.  ``contexts = 1`` generates the same Verilog as the
+unit without the field.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -43,8 +58,8 @@ from golden.fast.numerics import FMACConfig
 
 from ..common.arith import AdderTree
 from ..common.formats import layout
-from ..common.fp_add import FPAdder
-from ..common.pipeline import stage
+from ..common.fp_add import FPAdder, interleaved_sum
+from ..common.pipeline import ring, slots, stage
 from ..common.rounding import Round
 
 #: cut points of each pipeline depth (see the module docstring)
@@ -157,18 +172,25 @@ class FMAC(wiring.Component):
     busy, last : Out(1)
     error : Out(1)
         Sticky: a pair asked for a width above ``m_max`` (it is processed at ``m_max``).
+    slot, acc_slot : Out(range(contexts)), only with ``cfg.contexts > 1``
+        The context served in the cycle (``busy``, ``last``, ``grp.ready`` are its own) and the
+        one ``acc`` shows (module docstring).
     """
 
     def __init__(self, cfg: FMACConfig = FMACConfig()):
         self.cfg = cfg
-        super().__init__({
+        ports = {
             "grp": In(stream.Signature(pair_layout(cfg))),
             "acc": Out(layout(FP32)),
             "busy": Out(1), "last": Out(1), "error": Out(1),
-        })
+        }
+        if cfg.contexts > 1:
+            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
+        super().__init__(ports)
 
     def elaborate(self, platform):
         cfg = self.cfg
+        C = cfg.contexts
         m = Module()
         kmax = cfg.m_max // 2
         p = self.grp.payload
@@ -182,22 +204,36 @@ class FMAC(wiring.Component):
         cy = Signal(range(kmax))
         fresh = Signal()                          # this pair starts from +0
         take = Signal()
+        state = {"x": x, "y": y, "kx": kx, "ky": ky, "cx": cx, "cy": cy, "fresh": fresh,
+                 "busy": self.busy}
+        if C == 1:
+            # the registers themselves
+            nxt, dom = state, "sync"
+        else:
+            # the served context's next state, into a ring of `C` registers per field
+            nxt, dom = {k: Signal(v.shape(), name=f"{k}_next") for k, v in state.items()}, "comb"
+            for k, v in state.items():
+                m.d.comb += nxt[k].eq(v)
+                ring(m, v, nxt[k], C, name=k)
+            slots(m, self.slot, self.acc_slot, C, cfg.pipeline)
         m.d.comb += [self.grp.ready.eq(~self.busy | self.last),
                      take.eq(self.grp.valid & self.grp.ready)]
 
         with m.If(take):
-            m.d.sync += [x.eq(p.x), y.eq(p.y), kx.eq(chunk_count(m, p.mx, kmax)),
-                         ky.eq(chunk_count(m, p.my, kmax)),
-                         cx.eq(0), cy.eq(0), fresh.eq(p.clear), self.busy.eq(1)]
+            m.d[dom] += [nxt["x"].eq(p.x), nxt["y"].eq(p.y),
+                         nxt["kx"].eq(chunk_count(m, p.mx, kmax)),
+                         nxt["ky"].eq(chunk_count(m, p.my, kmax)),
+                         nxt["cx"].eq(0), nxt["cy"].eq(0), nxt["fresh"].eq(p.clear),
+                         nxt["busy"].eq(1)]
             with m.If((p.mx + 1 > kmax) | (p.my + 1 > kmax)):
                 m.d.sync += self.error.eq(1)
         with m.Elif(self.last):
-            m.d.sync += self.busy.eq(0)
+            m.d[dom] += nxt["busy"].eq(0)
         with m.Elif(self.busy):
             with m.If(cy == ky - 1):
-                m.d.sync += [cy.eq(0), cx.eq(cx + 1)]
+                m.d[dom] += [nxt["cy"].eq(0), nxt["cx"].eq(cx + 1)]
             with m.Else():
-                m.d.sync += cy.eq(cy + 1)
+                m.d[dom] += nxt["cy"].eq(cy + 1)
         m.d.comb += self.last.eq(self.busy & (cx == kx - 1) & (cy == ky - 1))
 
         # ---- one round: chunks, 2b x 2b products, adder tree
@@ -218,6 +254,19 @@ class FMAC(wiring.Component):
         side = stage(m, {"p": P, **side}, "tree" in cuts, name="tree")
         m.d.comb += [e.eq(x.es + y.es - (cx << 1) - (cy << 1) - 256), gen.i.sig.eq(side["p"]),
                      gen.i.exp.eq(side["e"])]
+        if C > 1:
+            # interleaved dot products: an idle cycle adds -0 to the sum it passes
+            # (hdl.common.fp_add.interleaved_sum); the addend and the restart are formed
+            # before the generator's register
+            side = stage(m, {"b": Mux(side["en"], gen.o.bits, 0x80000000),
+                             "restart": side["en"] & side["fresh"]},
+                         "generator" in cuts, name="generator")
+            interleaved_sum(m, self.acc, side["b"], side["restart"], C, name="fp_add")
+            with m.If(self.busy):
+                m.d.comb += nxt["fresh"].eq(0)
+                with m.If(take):
+                    m.d.comb += nxt["fresh"].eq(p.clear)
+            return m
         side = stage(m, {"bits": gen.o.bits, "en": side["en"], "fresh": side["fresh"]},
                      "generator" in cuts, name="generator")
 

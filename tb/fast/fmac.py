@@ -9,6 +9,11 @@ exactly ``pipeline`` cycles after it ran, so a result a cycle early or late fail
 accumulator must hold :func:`fmac_run`'s result of each pair in the cycle ``pipeline + 1``
 after the pair's last round.  Dot products chain pairs without ``clear``.
 
+With ``contexts = C > 1`` the same tests run against :class:`golden.fast.numerics.FMACSlots`:
+every cycle's ``slot`` and ``acc_slot`` too, and each pair's result, which ``acc`` shows
+``C (rounds + 1) + pipeline`` cycles after the pair was taken, against the one-context fMAC
+over the pairs of its own context.
+
 ``power_run`` (``trainfab power``, registered only in power runs) converts the power flow's bf16
 operand groups into FAST's BFP with :func:`golden.fast.numerics.bfp_quantize_groups`.
 """
@@ -20,12 +25,12 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.common import bf16_to_float
-from golden.fast.numerics import (FMAC_WIDTHS, FMACConfig, FMACSim, bfp_quantize_groups,
-                                  fmac_cycles, rounds)
+from golden.fast.numerics import (FMAC_WIDTHS, FMACConfig, bfp_quantize_groups, fmac_cycles,
+                                  fmac_sim, rounds)
 from hdl.fast import pair_layout
 from tb.common.power import PowerWindow, operands, power_test
 
-from ..common import config_from_env, rng, start, test_size, uint
+from ..common import config_from_env, reset, rng, start, test_size, uint
 from ..common.layouts import pack
 
 
@@ -63,11 +68,14 @@ async def stream(dut, cfg, sim, pairs, where: str, r=None, gap: float = 0.0):
         items.append(pair)
     run = fmac_cycles(cfg, items, sim)
     cycles = [rounds(p[1], p[3]) for p in pairs]
+    C = cfg.contexts
     for k, t in enumerate(run.accepted):
-        done = t + cycles[k] + cfg.pipeline + 1
+        # its last round runs C * rounds cycles after it is taken
+        done = t + C * (cycles[k] + 1) + cfg.pipeline
         assert run.outputs[done].acc == _bits(run.accs[k]), \
             f"{where}: the cycle model's pair {k} differs from fmac_run"
-    if not gap:
+        assert run.outputs[done].acc_slot == run.outputs[t].slot
+    if not gap and C == 1:
         assert list(np.diff(run.accepted)) == cycles[:-1], \
             f"{where}: pairs accepted at {run.accepted}, rounds {cycles}"
     await replay(dut, cfg, run, where)
@@ -88,11 +96,32 @@ async def replay(dut, cfg, run, where: str) -> None:
         exp = (int(want.ready), int(want.busy), int(want.last), int(want.error))
         assert got == exp, (f"{where}: cycle {t}: ready/busy/last/error {got}, model {exp} "
                             f"(pipeline {cfg.pipeline})")
+        if cfg.contexts > 1:
+            got = (uint(dut.slot), uint(dut.acc_slot))
+            assert got == (want.slot, want.acc_slot), \
+                f"{where}: cycle {t}: slot/acc_slot {got}, model {(want.slot, want.acc_slot)}"
         acc = uint(dut.acc)
         assert acc == want.acc, (f"{where}: cycle {t}: acc {acc:#010x}, model {want.acc:#010x} "
-                                 f"(pipeline {cfg.pipeline}; pairs accepted at {run.accepted})")
+                                 f"(pipeline {cfg.pipeline}, contexts {cfg.contexts}; pairs "
+                                 f"accepted at {run.accepted})")
         await FallingEdge(dut.clk)
     dut.grp__valid.value = 0
+
+
+async def start_fmac(dut, cfg) -> None:
+    """Start the clock and reset.  With ``contexts > 1``, first a few cycles of pairs (not
+    checked) and a second reset: an idle interleaved loop feeds its adder the same constants,
+    and Icarus evaluates a combinational block only when one of its inputs changes."""
+    await start(dut)
+    if cfg.contexts == 1:
+        return
+    dut.grp__payload.value = payload(cfg, _group(cfg, 127, [3] * cfg.group), 2,
+                                     _group(cfg, 128, [1] * cfg.group), 2, 1)
+    dut.grp__valid.value = 1
+    for _ in range(3 * cfg.contexts + cfg.pipeline):
+        await FallingEdge(dut.clk)
+    dut.grp__valid.value = 0
+    await reset(dut)
 
 
 def _group(cfg, Es, q, signs=None):
@@ -125,8 +154,8 @@ async def spec_vectors(dut):
     four cycles), T15 (a P = 0 round leaves the accumulator; FTZ; overflow to +Inf) and T16
     (every width pair takes (mx/2)(my/2) cycles)."""
     cfg = config_from_env(FMACConfig)
-    await start(dut)
-    sim = FMACSim(cfg)
+    await start_fmac(dut, cfg)
+    sim = fmac_sim(cfg)
     ones = [0] * cfg.group
     pairs = [(_group(cfg, 127, [3] * cfg.group), 2, _group(cfg, 127, [3] * cfg.group), 2, 1)]
     if cfg.m_max >= 4:
@@ -156,7 +185,7 @@ async def random_dot_products(dut):
     allows (60 in ``make test``, 10,000 at full effort), in random order, chained into dot
     products of 1-6 pairs; the first half back to back, the second with random idle cycles."""
     cfg = config_from_env(FMACConfig)
-    await start(dut)
+    await start_fmac(dut, cfg)
     r = rng("random_dot_products")
     gen = np.random.default_rng(r.getrandbits(64))
     ws = widths(cfg)
@@ -177,7 +206,7 @@ async def random_dot_products(dut):
     # the second half starts a dot product (fmac_run starts each run from +0)
     half = next(k for k in range(len(pairs) // 2, len(pairs) + 1) if k == len(pairs)
                 or pairs[k][4])
-    sim = FMACSim(cfg)
+    sim = fmac_sim(cfg)
     await stream(dut, cfg, sim, pairs[:half], "random, back to back")
     if half < len(pairs):
         await stream(dut, cfg, sim, pairs[half:], "random, idle cycles", r, gap=0.2)
@@ -188,7 +217,7 @@ async def width_above_m_max_sets_error(dut):
     """A pair asking for more bits than the operand registers hold sets the sticky error at the
     edge that takes it, and runs at ``m_max``, cycle by cycle with the model."""
     cfg = config_from_env(FMACConfig)
-    await start(dut)
+    await start_fmac(dut, cfg)
     assert uint(dut.error) == 0
     if cfg.m_max == 8:
         return
@@ -219,7 +248,7 @@ async def power_run(dut):
     result against :func:`fmac_run`.  The measured window covers the stream until the last
     result is in the accumulator."""
     cfg = config_from_env(FMACConfig)
-    await start(dut)
+    await start_fmac(dut, cfg)
     ops = operands()
     A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
     groups = A.shape[0]
@@ -232,7 +261,7 @@ async def power_run(dut):
               (int(ys[0][g]), ys[1][g].tolist(), ys[2][g].tolist()), m, g % dot == 0)
              for g in range(groups)]
     window = PowerWindow(dut)
-    accs, cycles = await stream(dut, cfg, FMACSim(cfg), pairs, "power run")
+    accs, cycles = await stream(dut, cfg, fmac_sim(cfg), pairs, "power run")
     assert len(accs) == groups
     window.close(groups=groups, busy_cycles=int(sum(cycles)), mantissa_bits=m,
                  dot_products=groups // dot)
