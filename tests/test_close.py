@@ -256,3 +256,13 @@ def test_close_times_every_depth_with_buffer_trees_when_asked(monkeypatch, tmp_p
     seen.clear()
     assert main(["close", "common.fp_add", "--clock-ns", "5", "-o", str(tmp_path / "b")]) == 0
     assert seen == ["absent", "absent"]
+
+
+def test_depths_start_at_the_smallest_the_configuration_accepts():
+    """Interleaved dot products of the bit-parallel PE need stages, so `close` starts there."""
+    from golden.baseline import BaselineConfig, MAC16Config
+
+    assert flows.eda.close.min_depth(MAC16Config(contexts=5)) == 0
+    pe = BaselineConfig(pipeline=1, contexts=3)
+    assert flows.eda.close.min_depth(pe) == 1
+    assert flows.eda.close.max_depth(pe) == 3

@@ -1,9 +1,12 @@
-"""The ``pipeline`` fields of the configurations and the MAC baseline's cycle model.
+"""The ``pipeline`` fields of the configurations and the MAC baselines' cycle models.
 
 ``pipeline`` changes only when results appear, never what they are: the configurations of
 every pipelined unit accept 0 up to the unit's maximum depth and refuse anything else naming
 the field, the range and the class;
 ``mac16_cycles`` is ``mac16_run`` delayed by ``pipeline`` cycles, with idle cycles anywhere.
+With interleaved sums (``contexts``), ``mac16_cycles`` and ``bf16_pe_cycles`` are the
+one-context arithmetic over each sum's own groups, shown in rotation with the latency the
+docstrings state.
 """
 
 import numpy as np
@@ -135,3 +138,43 @@ def test_mac16_contexts_range_and_starting_sums():
     # the given sums, shown in rotation while nothing is offered
     got = mac16_cycles(cfg, [None] * 4, acc=[[0x3F800000], [0x40000000]], slot=1)
     assert [int(a[0]) for a in got] == [0x3F800000, 0x40000000, 0x3F800000, 0x40000000]
+
+
+@pytest.mark.parametrize("contexts, depth", [(2, 1), (4, 3), (6, 1)])
+def test_bf16_pe_cycles_interleaves_independent_dot_products(contexts, depth):
+    """The bit-parallel PE with ``contexts`` dot products: the group of cycle ``t`` joins dot
+    product ``(slot + t) mod contexts``; each is the one-context PE's chain
+    (``baseline_group``) over its own groups, and cycle ``t`` shows dot product
+    ``(slot + t - depth) mod contexts`` with its groups up to cycle ``t - contexts - depth``."""
+    from golden.baseline import Acc, BaselineConfig, baseline_group, bf16_pe_cycles
+    from golden.fpraker.pe import random_operands
+    cfg = BaselineConfig(lanes=3, int_bits=4, pipeline=depth, contexts=contexts)
+    gen = np.random.default_rng(contexts)
+    A, B = random_operands(gen, 50, cfg.lanes, "mix")
+    cycles = [(A[k].tolist(), B[k].tolist(), k % 6 == 0) if gen.random() < 0.8 else None
+              for k in range(50)] + [None] * (contexts + depth)
+    slot = int(gen.integers(0, contexts))
+    got = bf16_pe_cycles(cfg, cycles, slot=slot)
+    for t in range(1, len(cycles) + 1):          # entry t - 1 is what cycle t shows
+        c = (slot + t - depth) % contexts
+        acc = Acc.ZERO
+        for u, g in enumerate(cycles[:max(t - contexts - depth + 1, 0)]):
+            if g is not None and (slot + u) % contexts == c:
+                acc = baseline_group(Acc.ZERO if g[2] else acc, g[0], g[1], cfg)[0]
+        assert got[t - 1] == acc, (t, c)
+
+
+def test_bf16_pe_contexts_need_the_pipelined_pe_and_stay_off_the_tile():
+    from dataclasses import fields
+
+    from golden.baseline import Acc, BaselineConfig, BaselineTileConfig, bf16_pe_cycles
+    with pytest.raises(ConfigError, match="contexts = 2 is invalid: allowed 1 with pipeline = 0"):
+        BaselineConfig(contexts=2)
+    for bad in (0, 7):
+        with pytest.raises(ConfigError) as e:
+            BaselineConfig(pipeline=1, contexts=bad)
+        assert e.value.field == "contexts"
+    assert "contexts" not in {f.name for f in fields(BaselineTileConfig)}
+    assert BaselineTileConfig().pe.contexts == 1
+    with pytest.raises(ValueError, match="2 states for 3 contexts"):
+        bf16_pe_cycles(BaselineConfig(pipeline=1, contexts=3), [None], acc=[Acc.ZERO] * 2)

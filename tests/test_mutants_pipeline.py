@@ -7,7 +7,7 @@ inputs every cycle.  The last case keeps the latency but lets a MAC lane's ``val
 ``clear`` skip the product register, so they reach the accumulator one cycle ahead of their
 product.  With interleaved sums (``contexts``), a MAC whose FP32 adder has one stage too few
 (a loop one sum short) and one whose ``acc_slot`` ignores the product stages must fail too, and
-so must an fMAC with interleaved dot products whose loop is one sum short.
+so must an fMAC and a bit-parallel PE with interleaved dot products whose loop is one short.
 """
 
 import pytest
@@ -99,3 +99,14 @@ def test_fmac_whose_accumulation_loop_is_a_sum_short(tb_options, monkeypatch):
     failed = run_failed("fast.fmac", FMACConfig(group=3, m_max=4, contexts=3), None,
                         tb_options)
     assert {"spec_vectors", "random_dot_products"} <= set(failed), failed
+
+
+def test_bf16_pe_whose_accumulation_loop_is_a_dot_product_short(tb_options, monkeypatch):
+    import hdl.baseline.bf16_pe
+    from golden.baseline import BaselineConfig
+
+    monkeypatch.setitem(hdl.baseline.bf16_pe.INTERLEAVED_CUTS, 3, ("add",))
+    failed = run_failed("baseline.bf16_pe",
+                        BaselineConfig(lanes=2, int_bits=4, pipeline=1, contexts=3), None,
+                        tb_options)
+    assert {"directed_vectors", "random_regression"} <= set(failed), failed

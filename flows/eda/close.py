@@ -63,6 +63,21 @@ def max_depth(cfg) -> int:
     return depth
 
 
+def min_depth(cfg) -> int:
+    """The smallest ``pipeline`` the configuration class accepts with ``cfg``'s other fields
+    (0 but for a configuration that needs stages, e.g. the bit-parallel PE's interleaved dot
+    products)."""
+    from golden import ConfigError
+
+    for depth in range(PROBE_LIMIT + 1):
+        try:
+            dataclasses.replace(cfg, pipeline=depth)
+        except ConfigError:
+            continue
+        return depth
+    return 0
+
+
 # --------------------------------------------------------------------------------------------
 # the flip-flop floor
 
@@ -267,16 +282,18 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     lib = find_liberty(liberty).resolve()
     flop = check_period(clock_ns, lib)
     top = max_depth(base)
-    depths = list(range(top + 1))
+    low = min_depth(base)
+    depths = list(range(low, top + 1))
     rows: list[dict] = []
     reports: dict[int, dict] = {}
-    progress.echo(f"{unit.name}: pipeline depths 0..{top} at {clock_ns:g} ns "
+    progress.echo(f"{unit.name}: pipeline depths {low}..{top} at {clock_ns:g} ns "
                   f"({'one at a time' if jobs == 1 else f'{jobs} at a time'}); output {final}")
     chosen = None
     for start in range(0, len(depths), jobs):
         batch = depths[start:start + jobs]
         for d in batch:
-            progress.echo(f"[{d + 1}/{len(depths)}] {unit.name} pipeline={d}: synthesizing …")
+            progress.echo(f"[{d - low + 1}/{len(depths)}] {unit.name} pipeline={d}: "
+                          f"synthesizing …")
         tasks = [{"unit": unit.name, "config": {**_config(base), "pipeline": d},
                   "clock_ns": clock_ns, "liberty": str(lib),
                   "outdir": str(final / f"pipeline{d}"),
@@ -286,7 +303,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
             reports[d] = r
             row = _row(d, r)
             rows.append(row)
-            progress.echo(f"[{d + 1}/{len(depths)}] {unit.name} pipeline={d}: "
+            progress.echo(f"[{d - low + 1}/{len(depths)}] {unit.name} pipeline={d}: "
                           f"{_cell(row['area_um2'], '{:,.1f}')} µm², {row['flip_flops']} "
                           f"flip-flops, fmax {_cell(row['fmax_mhz'], '{:.1f}')} MHz: "
                           f"{'meets' if row['meets'] else 'misses'} {clock_ns:g} ns")
@@ -398,6 +415,6 @@ def cmd(args) -> int:
     return 0
 
 
-__all__ = ["close", "has_pipeline", "pipelined_units", "max_depth", "flop_timing",
+__all__ = ["close", "has_pipeline", "pipelined_units", "max_depth", "min_depth", "flop_timing",
            "check_period", "meets", "table", "config_toml", "synth_depth", "add_arguments",
            "cmd", "HELP"]

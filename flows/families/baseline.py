@@ -18,7 +18,10 @@ UNITS = (
                         {"frac_bits": 16},
                         # stages before the accumulator (the latency is checked exactly)
                         {"lanes": 3, "int_bits": 4, "pipeline": 1},
-                        {"lanes": 2, "frac_bits": 16, "out_round": "rne", "pipeline": 3}),
+                        {"lanes": 2, "frac_bits": 16, "out_round": "rne", "pipeline": 3},
+                        # interleaved dot products: cuts inside the accumulation loop
+                        {"lanes": 3, "int_bits": 4, "pipeline": 1, "contexts": 6},
+                        {"lanes": 2, "frac_bits": 16, "pipeline": 2, "contexts": 3}),
          test_sizes={"quick": 500, "standard": 3000, "full": 20000},
          synth_overrides={"lanes": 2},
          # the size of fpraker.pe's demo configuration

@@ -24,16 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import check_int
+from .. import ConfigError, check_int
 from ..common.accumulator import (Acc, acc_arrays, acc_from_arrays, align_acc, check_acc,
                                 check_accumulator_fields, check_adder_fields, decode_bf16,
                                 dot_row, group_row, min_int_bits, norm_rne, read_out,
                                 read_out_bits, run_groups, shift_jam)
-from ..common.stream import delayed_steps
+from ..common.stream import delayed_steps, interleaved_shown, interleaved_steps
 
 
 #: most register stages before the accumulator (:class:`BaselineConfig`.pipeline)
 BF16_PE_MAX_PIPELINE = 3
+#: most interleaved dot products (:class:`BaselineConfig`.contexts)
+BF16_PE_MAX_CONTEXTS = 6
 
 
 def required_int_bits(lanes: int, frac_bits: int, keep_bits: int) -> int:
@@ -72,11 +74,22 @@ class BaselineConfig:
     #: their exponents after the multipliers.  The accumulation step itself stays one cycle,
     #: so results are unchanged; each group reaches the accumulator ``pipeline`` cycles later
     pipeline: int = 0
+    #: interleaved dot products, 1..6 (1: the paper's PE; more need ``pipeline >= 1``): the
+    #: accumulation step gets ``contexts - 1`` register stages inside its loop (C-slow), so
+    #: the loop holds ``contexts`` independent accumulators that take the cycles in rotation:
+    #: the group offered in a cycle joins the dot product of that cycle's slot,
+    #: ``t mod contexts``.  Each is accumulated exactly as with one context
+    contexts: int = 1
 
     def __post_init__(self):
         check_accumulator_fields(self)
         check_adder_fields(self, required_int_bits(self.lanes, self.frac_bits, self.keep_bits))
         check_int(self, "pipeline", 0, BF16_PE_MAX_PIPELINE)
+        check_int(self, "contexts", 1, BF16_PE_MAX_CONTEXTS)
+        if self.contexts > 1 and self.pipeline == 0:
+            raise ConfigError(type(self).__name__, "contexts", self.contexts,
+                              "1 with pipeline = 0 (interleaved dot products use the "
+                              "pipelined PE's split alignment: set pipeline >= 1)")
 
 
 def group_step(a, b, acc, cfg):
@@ -126,7 +139,7 @@ def baseline_group(acc, a, b, cfg: BaselineConfig = BaselineConfig()):
     return acc_from_arrays(group_step(A, B, acc_arrays(acc, 1, cfg.keep_bits), cfg)), 1
 
 
-def bf16_pe_cycles(cfg: BaselineConfig, cycles, acc=None) -> list:
+def bf16_pe_cycles(cfg: BaselineConfig, cycles, acc=None, slot: int = 0) -> list:
     """Cycle model (the timing contract of :class:`hdl.baseline.BF16PE`): ``cycles`` holds, per
     clock cycle, ``None`` (no group offered) or a group ``(a, b, clear)`` offered with
     ``valid`` (always accepted; ``a``/``b`` up to ``cfg.lanes`` bf16 bit patterns, zero-padded).
@@ -139,18 +152,34 @@ def bf16_pe_cycles(cfg: BaselineConfig, cycles, acc=None) -> list:
     ``acc``: the accumulator before the first cycle, with no group in flight (default
     :attr:`Acc.ZERO`).
 
+    With ``C = cfg.contexts > 1`` (:func:`golden.common.stream.interleaved_steps`): the group
+    offered in cycle ``t`` joins accumulator ``(slot + t) mod C`` (``slot``: the PE's ``slot``
+    output in the first cycle) ``C - 1 + pipeline`` edges after the edge that takes it, and
+    ``clear`` restarts that one alone; cycle ``t`` shows accumulator
+    ``(slot + t - pipeline) mod C`` (``acc_slot``, :func:`bf16_pe_acc_slot`).  ``acc``: the
+    ``C`` accumulators before the first cycle, by slot (default all :attr:`Acc.ZERO`).
+
     Raises
     ------
     ValueError
         As :func:`baseline_group`, for the first offending group.
     """
-    acc = check_acc(acc if acc is not None else Acc.ZERO, cfg.keep_bits)
-
     def step(acc, group):
         a, b, clear = group
         return baseline_group(Acc.ZERO if clear else acc, a, b, cfg)[0]
 
-    return delayed_steps(cycles, cfg.pipeline, acc, step)
+    C = cfg.contexts
+    if C == 1:
+        acc = check_acc(acc if acc is not None else Acc.ZERO, cfg.keep_bits)
+        return delayed_steps(cycles, cfg.pipeline, acc, step)
+    accs = [Acc.ZERO] * C if acc is None else [check_acc(a, cfg.keep_bits) for a in acc]
+    return interleaved_steps(cycles, cfg.pipeline, C, accs, step, slot)
+
+
+def bf16_pe_acc_slot(cfg: BaselineConfig, t: int, slot: int = 0) -> int:
+    """The accumulator :class:`hdl.baseline.BF16PE` shows in cycle ``t`` of a run whose first
+    cycle's ``slot`` is ``slot``: ``(slot + t - pipeline) mod contexts``."""
+    return interleaved_shown(t, cfg.pipeline, cfg.contexts, slot)
 
 
 def baseline_dot_batch(A, B, cfg: BaselineConfig = BaselineConfig(), acc=None):
@@ -171,6 +200,6 @@ def baseline_dot(a, b, cfg: BaselineConfig = BaselineConfig()):
     return int(out[0]), int(cycles[0])
 
 
-__all__ = ["BF16_PE_MAX_PIPELINE", "BaselineConfig", "Acc", "required_int_bits",
-           "baseline_group", "group_step", "bf16_pe_cycles", "baseline_dot", "baseline_dot_batch",
+__all__ = ["BF16_PE_MAX_PIPELINE", "BF16_PE_MAX_CONTEXTS", "bf16_pe_acc_slot", "BaselineConfig",
+           "Acc", "required_int_bits", "baseline_group", "group_step", "bf16_pe_cycles", "baseline_dot", "baseline_dot_batch",
            "baseline_dot_batch_acc", "read_out"]

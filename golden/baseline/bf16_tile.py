@@ -16,7 +16,8 @@ from .bf16_pe import BaselineConfig, group_step, baseline_dot_batch
 
 
 @dataclass(frozen=True)
-class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols", int, 8))):
+class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols", int, 8),
+                                      omit=("contexts",))):
     """Configuration of the bit-parallel bfloat16 baseline tile (registry unit
     ``baseline.bf16_tile``): ``rows`` x ``cols`` :class:`BaselineConfig` PEs, the FPRaker
     paper's comparison tile (spec ``docs/specs/fpraker.md`` §5.1: "The baseline tile has the same
@@ -25,7 +26,8 @@ class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols",
     ``rows``: PE rows, row ``r``'s B stream is shared along the row (paper: 8).  ``cols``: PE
     columns, column ``c``'s A stream is shared down the column (paper: 8).  The other fields
     are :class:`BaselineConfig`'s, with its defaults and validation; :attr:`pe` is that PE
-    configuration (``pipeline``: every PE's register stages, 0..3).
+    configuration (``pipeline``: every PE's register stages, 0..3).  The PE's ``contexts``
+    is not a tile field: the tile's PEs take one dot product each (``contexts = 1``).
     """
 
     def __post_init__(self):

@@ -10,7 +10,7 @@ from .. import ConfigError, check_choice, check_int
 from ..common.formats import format_named
 from ..common.fp_add import QNAN, fp32_add_bits
 from ..common.rounding import RoundConfig, convert_float, round_raw
-from ..common.stream import delayed_steps
+from ..common.stream import delayed_steps, interleaved_shown, interleaved_steps
 
 
 #: operand formats of FAST's Table IV MAC baselines (hfp8 is the paper's e4m2)
@@ -192,29 +192,20 @@ def mac16_cycles(cfg: MAC16Config, cycles, acc=None, slot: int = 0) -> list:
         return delayed_steps(cycles, cfg.pipeline, acc,
                              lambda acc, group: _mac_step(cfg, acc, group),
                              lambda acc: acc.copy())
-    if isinstance(slot, bool) or not isinstance(slot, (int, np.integer)) or not 0 <= slot < C:
-        raise ValueError(f"mac16_cycles: slot {slot!r}; {C} contexts have slots 0..{C - 1}")
     sums = (np.zeros((C, cfg.lanes), dtype=np.int64) if acc is None
             else np.asarray(acc, dtype=np.int64).copy())
     if sums.shape != (C, cfg.lanes):
         raise ValueError(f"mac16_cycles: acc of shape {sums.shape}; {C} contexts need "
                          f"(contexts, lanes) = {(C, cfg.lanes)}")
-    lag = C + cfg.pipeline
-    out = []
-    for t in range(len(cycles)):
-        # the cycle after edge t shows the sums with every group up to cycle t + 1 - lag
-        u = t + 1 - lag
-        if u >= 0 and cycles[u] is not None:
-            c = (slot + u) % C
-            sums[c] = _mac_step(cfg, sums[c], cycles[u])
-        out.append(sums[mac16_acc_slot(cfg, t + 1, slot)].copy())
-    return out
+    return interleaved_steps(cycles, cfg.pipeline, C, list(sums),
+                             lambda acc, group: _mac_step(cfg, acc, group), slot,
+                             lambda acc: acc.copy())
 
 
 def mac16_acc_slot(cfg: MAC16Config, t: int, slot: int = 0) -> int:
     """The sum :class:`hdl.baseline.MAC16` shows on ``acc`` in cycle ``t`` of a run whose first
     cycle's ``slot`` is ``slot``: ``(slot + t - pipeline) mod contexts``."""
-    return (slot + t - cfg.pipeline) % cfg.contexts
+    return interleaved_shown(t, cfg.pipeline, cfg.contexts, slot)
 
 
 __all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16_MAX_CONTEXTS", "MAC16Config",

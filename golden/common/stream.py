@@ -1,6 +1,7 @@
 """Cycle models of pipelined units: a stream unit whose pipeline stalls as a whole (FAST's
 converter, Equinox's quantizer: :class:`hdl.common.bfp.BFPPipeline`), and an accumulator fed
-through fixed register stages (the MAC baselines)."""
+through fixed register stages (the MAC baselines), with one state or several interleaved ones
+(C-slow: the MACs' ``contexts``)."""
 
 from dataclasses import dataclass
 
@@ -85,4 +86,39 @@ def delayed_steps(cycles, depth: int, state, step, snapshot=lambda s: s) -> list
     return out
 
 
-__all__ = ["StreamCycle", "StallingPipeline", "delayed_steps"]
+def interleaved_steps(cycles, depth: int, contexts: int, states, step, slot: int = 0,
+                      snapshot=lambda s: s) -> list:
+    """An always-ready unit with ``contexts`` interleaved states (C-slow): the item offered in
+    cycle ``t`` belongs to state ``(slot + t) mod contexts`` and is applied to it
+    (``states[c] = step(states[c], item)``) ``depth`` stages later, in a loop whose
+    ``contexts`` registers pass each state once every ``contexts`` cycles.  In cycle ``t`` the
+    unit shows state ``(slot + t - depth) mod contexts``
+    (:func:`interleaved_shown`) with its items up to cycle ``t - contexts - depth``.  Returns
+    ``snapshot(state shown)`` in the cycle after each edge (entry ``t``: cycle ``t + 1``), as
+    :func:`delayed_steps` does; ``states``: the ``contexts`` states before the first cycle,
+    with nothing in flight."""
+    states = list(states)
+    if len(states) != contexts:
+        raise ValueError(f"interleaved_steps: {len(states)} states for {contexts} contexts")
+    if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < contexts:
+        raise ValueError(f"slot {slot!r}; {contexts} contexts have slots 0..{contexts - 1}")
+    lag = contexts + depth
+    out = []
+    for t in range(len(cycles)):
+        # the cycle after edge t shows the states with every item up to cycle t + 1 - lag
+        u = t + 1 - lag
+        if u >= 0 and cycles[u] is not None:
+            c = (slot + u) % contexts
+            states[c] = step(states[c], cycles[u])
+        out.append(snapshot(states[interleaved_shown(t + 1, depth, contexts, slot)]))
+    return out
+
+
+def interleaved_shown(t: int, depth: int, contexts: int, slot: int = 0) -> int:
+    """The state an :func:`interleaved_steps` unit shows in cycle ``t`` of a run whose first
+    cycle serves ``slot``: ``(slot + t - depth) mod contexts``."""
+    return (slot + t - depth) % contexts
+
+
+__all__ = ["StreamCycle", "StallingPipeline", "delayed_steps", "interleaved_steps",
+           "interleaved_shown"]

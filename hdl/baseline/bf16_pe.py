@@ -43,6 +43,19 @@ points, each registering the group's ``valid`` and ``clear`` beside the datapath
 A group accepted at edge ``t`` is accumulated at edge ``t + pipeline``
 (:func:`golden.baseline.bf16_pe_cycles`).  The accumulation step bounds the clock at every
 depth >= 1.
+
+Interleaved dot products (``cfg.contexts``, 1..6; ``pipeline >= 1``)
+-------------------------------------------------------------------
+Stages before the step cannot shorten it.  With ``C = contexts > 1`` the step's loop gets
+``C - 1`` register cuts (:data:`INTERLEAVED_CUTS`): ``add`` (the normalizer's input),
+``normalize`` and ``increment`` (the normalizer's own stages), ``align`` (the terms after
+their shift by ``E - Ep``, before the adder tree, beside the accumulator after its own
+shift) and ``exponent`` (the step exponent ``E`` and the shifts' amounts, before the shifts).  The loop then holds ``C`` accumulators (C-slow): a free-running counter ``slot``
+names the one a group offered in the cycle joins, ``acc`` shows them in rotation and
+``acc_slot`` names the one shown.  A group joins its accumulator ``C - 1 + pipeline`` edges
+after the edge that takes it.  A cycle without a group writes the accumulator back as it read
+it (:class:`hdl.common.accumulator.Accumulator` with cuts), and each dot product is
+accumulated exactly as with one context.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -57,11 +70,16 @@ from golden.common.accumulator import EXP_W, XW
 from ..common.accumulator import Accumulator, step_exponent
 from ..common.arith import adder_tree, jam_right, tree_reduce
 from ..common.formats import layout
-from ..common.pipeline import stage
+from ..common.pipeline import slots, stage
 from ..common.signatures import AccumulatorSignature, operand_group
 
 #: cut points of each pipeline depth (see the module docstring)
 CUTS = {0: (), 1: ("align",), 2: ("exponent", "align"), 3: ("product", "exponent", "align")}
+#: the accumulation loop's cuts for each number of interleaved dot products (module docstring;
+#: :data:`hdl.common.accumulator.LOOP_CUTS`)
+INTERLEAVED_CUTS = {1: (), 2: ("add",), 3: ("add", "normalize"),
+                    4: ("align", "add", "normalize"), 5: ("align", "add", "normalize", "increment"),
+                    6: ("exponent", "align", "add", "normalize", "increment")}
 
 
 class Products(wiring.Component):
@@ -165,10 +183,16 @@ class StagedAlignReduce(wiring.Component):
     shift : In(unsigned(13))
         ``E - Ep`` in the accumulation step (after the cut); any value when no lane is active.
     sum : Out(signed(frac_bits + int_bits + 1 + ceil_log2(lanes)))
+        With ``cut_exponent`` the terms and ``shift`` are registered before the shifts, with
+        ``cut_shift`` the shifted terms before the adder tree (the interleaved PE's
+        ``exponent`` and ``align`` cuts inside the loop): ``sum`` comes a cycle later for each.
     """
 
-    def __init__(self, cfg: BaselineConfig):
+    def __init__(self, cfg: BaselineConfig, cut_exponent: bool = False,
+                 cut_shift: bool = False):
         self.cfg = cfg
+        self.cut_exponent = cut_exponent
+        self.cut_shift = cut_shift
         self.width = cfg.frac_bits + cfg.int_bits + 1
         super().__init__(_align_members(cfg, self.width,
                                         {"Ep": In(signed(XW)), "shift": In(XW + 1)}))
@@ -178,9 +202,11 @@ class StagedAlignReduce(wiring.Component):
         m = Module()
         terms = aligned_terms(m, cfg, self, self.Ep, cfg.frac_bits + 2)
         terms = stage(m, {f"term{i}": t for i, t in enumerate(terms)}, name="align")
-        shifted = [jam_right(m, terms[f"term{i}"], self.shift, name=f"sjam{i}")
+        terms = stage(m, {**terms, "shift": self.shift}, self.cut_exponent, name="exponent")
+        shifted = [jam_right(m, terms[f"term{i}"], terms["shift"], name=f"sjam{i}")
                    for i in range(cfg.lanes)]
-        m.d.comb += self.sum.eq(adder_tree(m, shifted, len(self.sum), "ptree"))
+        shifted = stage(m, shifted, self.cut_shift, name="shift")
+        m.d.comb += self.sum.eq(adder_tree(m, list(shifted), len(self.sum), "ptree"))
         return m
 
 
@@ -205,14 +231,21 @@ class BF16PE(wiring.Component):
         product); exponent field 0 is zero (flush), 255 is outside the contract.
     acc : Out(AccumulatorSignature(keep_bits))
         The accumulator register and its bfloat16 read-out.
+    slot, acc_slot : Out(range(contexts)), only with ``cfg.contexts > 1``
+        The dot product a group offered in this cycle joins (a free-running counter, 0 after
+        reset) and the one ``acc`` shows, ``(slot - pipeline) mod contexts``
+        (:func:`golden.baseline.bf16_pe_acc_slot`).
     """
 
     def __init__(self, cfg: BaselineConfig = BaselineConfig()):
         self.cfg = cfg
-        super().__init__({
+        ports = {
             "grp": In(operand_group(BF16, cfg.lanes)),
             "acc": Out(AccumulatorSignature(cfg.keep_bits)),
-        })
+        }
+        if cfg.contexts > 1:
+            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
+        super().__init__(ports)
 
     def elaborate(self, platform):
         if self.cfg.pipeline:
@@ -271,15 +304,20 @@ class BF16PE(wiring.Component):
         x = stage(m, {**{k: p[k] for k in lanes}, "Ep": xp.Ep, "any": xp.any},
                   "exponent" in cuts, name="exponent")
 
-        al = m.submodules.lanes = StagedAlignReduce(cfg)
+        C = cfg.contexts
+        loop_cuts = INTERLEAVED_CUTS[C]
+        al = m.submodules.lanes = StagedAlignReduce(cfg, cut_exponent="exponent" in loop_cuts,
+                                                    cut_shift="align" in loop_cuts)
         m.d.comb += [al.neg.eq(x["neg"]), al.act.eq(x["act"]), al.Ep.eq(x["Ep"])]
         m.d.comb += [al.prod[i].eq(x[f"prod{i}"]) for i in range(L)]
         m.d.comb += [al.abe[i].eq(x[f"abe{i}"]) for i in range(L)]
         s = stage(m, {k: x[k] for k in ("Ep", "any", "valid", "clear")}, name="align")
 
-        accu = m.submodules.accumulator = Accumulator(cfg)
+        accu = m.submodules.accumulator = Accumulator(cfg, loop_cuts)
         wiring.connect(m, accu.acc, wiring.flipped(self.acc))
         m.d.comb += [accu.en.eq(s["valid"]), accu.clear.eq(s["clear"])]
+        if C > 1:
+            slots(m, self.slot, self.acc_slot, C, cfg.pipeline)
 
         # the step exponent E = max(Ep, eacc) and the terms' shift E - Ep, from one
         # subtraction: the accumulator's exponent wins when it is larger than Ep

@@ -3,6 +3,11 @@
 accumulator and read-out checked after every edge against the cycle model
 :func:`golden.baseline.bf16_pe_cycles`, so a group that reaches the accumulator a cycle early or
 late (``pipeline`` stages) fails.
+
+With ``contexts = C > 1`` the cycle model also names the dot product each group joins and the
+one ``acc`` shows: ``slot`` and ``acc_slot`` are checked in every cycle, the harness keeps all
+``C`` accumulators, and a directed group is offered ``C`` times in a row (once per dot product),
+so that every dot product takes the same chain and the directed checks hold for each.
 """
 
 import dataclasses
@@ -12,12 +17,12 @@ import numpy as np
 from cocotb.triggers import FallingEdge
 
 from tb.common.power import PowerWindow, operands, power_test
-from golden.baseline import Acc, BaselineConfig, bf16_pe_cycles
+from golden.baseline import Acc, BaselineConfig, bf16_pe_acc_slot, bf16_pe_cycles
 from golden.common import BF16
 from golden.fpraker.pe import random_operands
 from hdl.common.formats import group_layout
 
-from ..common import config_from_env, rng, start, test_size, uint
+from ..common import config_from_env, reset, rng, start, test_size, uint
 from ..common.checks import expect_acc
 from ..common.layouts import pack
 
@@ -30,19 +35,40 @@ class Harness:
         self.dut = dut
         self.cfg = cfg
         self.group = group_layout(BF16, cfg.lanes)
-        #: the accumulator once every group driven so far has been accumulated
-        self.acc = Acc.ZERO
+        #: every dot product's accumulator once every group driven so far has been accumulated
+        #: (one, or ``contexts`` by slot)
+        self.accs = [Acc.ZERO] * cfg.contexts
+        #: the dot product that took the last group
+        self.last = 0
         #: groups whose result was checked against the golden model
         self.checked = 0
 
+    @property
+    def acc(self) -> Acc:
+        """The accumulator of the dot product that took the last group."""
+        return self.accs[self.last]
+
     def check(self, where: str):
-        expect_acc(self.dut, self.acc, self.cfg, where)
+        shown = uint(self.dut.acc_slot) if self.cfg.contexts > 1 else 0
+        expect_acc(self.dut, self.accs[shown], self.cfg, where)
 
     async def warm_up(self):
         """``pipeline`` cycles of all-ones operands without ``valid``: every stage register
         leaves its initial value before any check (Icarus evaluates a combinational block only
-        when one of its inputs changes), and nothing may be accumulated."""
+        when one of its inputs changes), and nothing may be accumulated.
+
+        With interleaved dot products, first groups of ones (not checked) and a second reset:
+        an idle loop passes the same values round, which Icarus never evaluates."""
         dut = self.dut
+        if self.cfg.contexts > 1:
+            one = [0x3F80] * self.cfg.lanes
+            dut.grp__payload.value = pack(self.group, {"a": one, "b": one, "clear": 1})
+            dut.grp__valid.value = 1
+            for _ in range(3 * self.cfg.contexts + self.cfg.pipeline):
+                await FallingEdge(dut.clk)
+            dut.grp__valid.value = 0
+            await reset(dut)
+            self.check("after the second reset")
         dut.grp__valid.value = 0
         dut.grp__payload.value = (1 << self.group.size) - 1
         for k in range(self.cfg.pipeline):
@@ -51,12 +77,16 @@ class Harness:
 
     async def run(self, items, label=""):
         """Drive ``items``, one per cycle: ``None`` (an idle cycle) or a group ``(a, b, clear)``
-        with an optional fourth element naming it; then ``pipeline`` idle cycles, so that every
-        group has been accumulated.  The accumulator is checked after every edge."""
+        with an optional fourth element naming it; then idle cycles until every group has been
+        accumulated (``pipeline``, and ``contexts - 1`` more with interleaved dot products).
+        The accumulator (and the slots) are checked after every edge."""
         dut = self.dut
-        cycles = list(items) + [None] * self.cfg.pipeline
-        want = bf16_pe_cycles(self.cfg, [None if it is None else it[:3] for it in cycles],
-                              self.acc)
+        C = self.cfg.contexts
+        cycles = list(items) + [None] * (self.cfg.pipeline + C - 1)
+        groups = [None if it is None else it[:3] for it in cycles]
+        slot = uint(dut.slot) if C > 1 else 0
+        start = self.accs[0] if C == 1 else self.accs
+        want = bf16_pe_cycles(self.cfg, groups, start, **({"slot": slot} if C > 1 else {}))
         last = "none yet"
         for t, item in enumerate(cycles):
             if item is None:
@@ -67,16 +97,31 @@ class Harness:
                 dut.grp__valid.value = 1
                 last = (f"{item[3] if len(item) > 3 else label} a={[hex(x) for x in a]} "
                         f"b={[hex(x) for x in b]} clear={int(clear)}")
+                self.last = (slot + t) % C
+            if C > 1:
+                assert uint(dut.slot) == (slot + t) % C, f"{label} cycle {t}: slot"
             await FallingEdge(dut.clk)
+            if C > 1:
+                assert uint(dut.acc_slot) == bf16_pe_acc_slot(self.cfg, t + 1, slot), \
+                    f"{label} cycle {t + 1}: acc_slot {uint(dut.acc_slot)}"
             expect_acc(dut, want[t], self.cfg, f"{label} pipeline {self.cfg.pipeline} cycle "
                        f"{t} (last group offered: {last})")
         dut.grp__valid.value = 0
-        self.acc = want[-1]
+        if C == 1:
+            self.accs = [want[-1]]
+        else:
+            # every dot product as the model leaves it: the next C cycles show each once
+            n = len(cycles)
+            more = bf16_pe_cycles(self.cfg, groups + [None] * C, start, slot=slot)
+            for v in range(n, n + C):
+                self.accs[bf16_pe_acc_slot(self.cfg, v, slot)] = more[v - 1]
         self.checked += sum(item is not None for item in items)
 
     async def cycle(self, a=(), b=(), *, start=True, clear=False, label=""):
-        """One group (or an idle cycle with ``start=False``), then the pipeline's idle cycles."""
-        await self.run([(list(a), list(b), clear) if start else None], label)
+        """One group (or an idle cycle with ``start=False``), then the pipeline's idle cycles;
+        with interleaved dot products the group is offered once per dot product."""
+        item = (list(a), list(b), clear) if start else None
+        await self.run([item] * (self.cfg.contexts if start else 1), label)
 
 
 async def setup(dut):
@@ -89,8 +134,8 @@ async def setup(dut):
 
 
 def _default(cfg) -> bool:
-    return dataclasses.replace(cfg, pipeline=0) in (BaselineConfig(),
-                                                    BaselineConfig(out_round="rne"))
+    return dataclasses.replace(cfg, pipeline=0, contexts=1) in (BaselineConfig(),
+                                                                BaselineConfig(out_round="rne"))
 
 
 @cocotb.test()
