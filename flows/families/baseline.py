@@ -31,12 +31,12 @@ UNITS = (
          summary="Bit-parallel bf16 baseline tile: rows x cols bf16 PEs, A down the columns, "
                  "B along the rows, joined streams, one group per cycle",
          config="BaselineTileConfig", component="Bf16Tile", preset="baseline-paper",
-         extra_configs=({"rows": 2, "cols": 4},
+         extra_configs=(
                         # the PEs' stages (busy, error and the results checked cycle by cycle)
                         {"rows": 2, "cols": 2, "lanes": 4, "int_bits": 4, "pipeline": 1},
                         {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3}),
-         # a minute on Icarus at the standard size
-         full_configs=({"rows": 4, "cols": 4},),
+         # 2x4: 17 s, 4x4: a minute on Icarus at the standard size
+         full_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
          synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
          paper_test_effort="full",
@@ -52,10 +52,10 @@ UNITS = (
                         {"fmt": "bf16", "lanes": 3},
                         # stages before the accumulators (the latency is checked exactly)
                         {"lanes": 3, "pipeline": 1}, {"fmt": "int8", "lanes": 3, "pipeline": 2},
-                        {"fmt": "fp16", "lanes": 3, "pipeline": 2},
                         # interleaved sums: the adder's stages inside the loop
-                        {"lanes": 3, "contexts": 3, "pipeline": 2},
+                        {"fmt": "fp16", "lanes": 3, "pipeline": 2, "contexts": 3},
                         {"fmt": "hfp8", "lanes": 2, "contexts": 5}),
+         full_configs=({"fmt": "fp16", "lanes": 3, "pipeline": 2},),
          test_sizes={"quick": 200, "standard": 1000, "full": 20000},
          synth_overrides={"lanes": 2},
          # 4 bf16 MACs: one per value of fast.fmac's demo group of 4
@@ -68,6 +68,17 @@ PARTS = tuple(
     Part(name=f"baseline.mac16/{fmt}", unit="baseline.mac16", overrides={"fmt": fmt},
          summary=f"16 {fmt} MACs (FAST Table IV)", paper=f"{ratio}x the fMAC (FAST Table IV)")
     for fmt, ratio in (("int8", 3.8), ("hfp8", 4.1), ("int12", 5.6), ("fp16", 10.6))
+) + (
+    Part(name="baseline.mac16/c5", unit="baseline.mac16",
+         overrides={"contexts": 5, "pipeline": 2},
+         summary="16 bf16 MACs with five interleaved sums per lane at pipeline 2 (their 200 MHz "
+                 "depth)",
+         paper="— (not in the paper: the MACs C-slowed)"),
+    Part(name="baseline.bf16_pe/c6", unit="baseline.bf16_pe",
+         overrides={"contexts": 6, "pipeline": 3},
+         summary="the bit-parallel bf16 PE with six interleaved dot products at pipeline 3 (its "
+                 "200 MHz depth)",
+         paper="— (not in the paper: the PE C-slowed)"),
 )
 
 __all__ = ["UNITS", "PARTS"]

@@ -111,6 +111,11 @@ PARTS = (
     Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
          summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
          paper="1x (FAST Table IV, 0.885 mW)", breakdown=True),
+    Part(name="fast.fmac/m4-c5", unit="fast.fmac",
+         overrides={"m_max": 4, "contexts": 5, "pipeline": 3},
+         summary="the fMAC/m4 with five interleaved dot products at pipeline 3 (its 200 MHz "
+                 "depth)",
+         paper="— (not in the paper: the fMAC C-slowed)"),
     Part(name="fast.array/cell", unit="fast.array", component="ArrayCell",
          summary="one cell of the fMAC array: the fMAC datapath with its stationary, moving "
                  "and partial-sum registers"),
@@ -150,6 +155,12 @@ OWN_CLOCKS = tuple(
              source="FAST Table IV (45 nm, one clock)", power=True)
     for name, baseline in (("INT-8", "baseline.mac16/int8"), ("bfloat16", "baseline.mac16"),
                            ("FP16", "baseline.mac16/fp16"))
+) + (
+    # both sides C-slowed to their 200 MHz depths: the like-for-like pair at high clocks
+    OwnClock(label="FAST Table IV, interleaved: fMAC / 16 x bfloat16 MACs",
+             unit="fast.fmac/m4-c5", baseline="baseline.mac16/c5", work=fmac_work,
+             baseline_work=lambda config: [("any", config["lanes"])],
+             source="not in the paper: both designs with five interleaved dot products"),
 )
 
 BENCHES = (
