@@ -77,8 +77,11 @@ def ring(m, cur, nxt, contexts: int, *, name: str) -> None:
     state, computed from ``cur`` by the unit's logic; it enters the ring's tail and returns to
     the head ``contexts`` edges later, so every context advances once every ``contexts``
     cycles.  ``contexts = 1`` is the plain register ``cur <= nxt``.  The other registers are
-    named ``<name>_ctx1`` … (reset value 0, like ``cur``'s)."""
-    regs = [cur] + [Signal(_shape(cur), name=f"{name}_ctx{k}") for k in range(1, contexts)]
+    named ``<name>_ctx1`` … and reset to ``cur``'s reset value, so every context starts from
+    the same state."""
+    base = Value.cast(cur)
+    regs = [cur] + [Signal(len(base), name=f"{name}_ctx{k}", init=base.init)
+                    for k in range(1, contexts)]
     m.d.sync += regs[-1].eq(nxt)
     for k in range(contexts - 1):
         m.d.sync += regs[k].eq(regs[k + 1])
