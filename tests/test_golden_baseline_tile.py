@@ -31,8 +31,7 @@ def test_defaults_are_the_paper_tile_of_baseline_pes():
     assert cfg.pe == BaselineConfig()
     pe_fields = {f.name for f in dataclasses.fields(BaselineConfig)}
     tile_fields = {f.name for f in dataclasses.fields(BaselineTileConfig)}
-    # the PE's interleaved dot products are not a tile option
-    assert tile_fields == (pe_fields - {"contexts"}) | {"rows", "cols"}
+    assert tile_fields == pe_fields | {"rows", "cols"}
     small = BaselineTileConfig(rows=2, cols=3, lanes=4, int_bits=4, keep_bits=6,
                                out_round="rne")
     assert small.pe == BaselineConfig(lanes=4, int_bits=4, keep_bits=6, out_round="rne")

@@ -164,17 +164,53 @@ def test_bf16_pe_cycles_interleaves_independent_dot_products(contexts, depth):
         assert got[t - 1] == acc, (t, c)
 
 
-def test_bf16_pe_contexts_need_the_pipelined_pe_and_stay_off_the_tile():
-    from dataclasses import fields
-
+def test_bf16_pe_contexts_need_the_pipelined_pe():
     from golden.baseline import Acc, BaselineConfig, BaselineTileConfig, bf16_pe_cycles
     with pytest.raises(ConfigError, match="contexts = 2 is invalid: allowed 1 with pipeline = 0"):
         BaselineConfig(contexts=2)
+    with pytest.raises(ConfigError, match="BaselineTileConfig.contexts = 2 is invalid"):
+        BaselineTileConfig(contexts=2)
     for bad in (0, 7):
         with pytest.raises(ConfigError) as e:
             BaselineConfig(pipeline=1, contexts=bad)
         assert e.value.field == "contexts"
-    assert "contexts" not in {f.name for f in fields(BaselineTileConfig)}
-    assert BaselineTileConfig().pe.contexts == 1
+    assert BaselineTileConfig(pipeline=1, contexts=3).pe.contexts == 3
     with pytest.raises(ValueError, match="2 states for 3 contexts"):
         bf16_pe_cycles(BaselineConfig(pipeline=1, contexts=3), [None], acc=[Acc.ZERO] * 2)
+
+
+@pytest.mark.parametrize("contexts, depth", [(3, 1), (6, 3)])
+def test_bf16_tile_cycles_are_the_pes_interleaved(contexts, depth):
+    """The tile with ``contexts`` interleaved output tiles: every PE's read-out in every cycle
+    is the PE model's (``bf16_pe_cycles`` over the PE's own column A, row B and column clear),
+    and ``busy`` stays up ``pipeline + contexts - 1`` cycles after each group."""
+    from golden.baseline import (BaselineTileConfig, bf16_pe_cycles, bf16_tile_busy,
+                                 bf16_tile_cycles)
+    from golden.common.accumulator import read_out
+    from golden.fpraker.pe import random_operands
+    cfg = BaselineTileConfig(rows=2, cols=3, lanes=2, int_bits=4, pipeline=depth,
+                             contexts=contexts)
+    gen = np.random.default_rng(contexts + depth)
+    n = 30
+    A = [random_operands(gen, n, cfg.lanes, "mix")[0] for _ in range(cfg.cols)]
+    B = [random_operands(gen, n, cfg.lanes, "mix")[1] for _ in range(cfg.rows)]
+    cycles, when = [], []
+    for g in range(n):
+        if gen.random() < 0.3:
+            cycles.append(None)
+        clear = gen.random(cfg.cols) < 0.2
+        when.append(len(cycles))
+        cycles.append((np.array([A[c][g] for c in range(cfg.cols)]),
+                       np.array([B[r][g] for r in range(cfg.rows)]), clear))
+    cycles += [None] * (depth + contexts)
+    slot = int(gen.integers(0, contexts))
+    got = bf16_tile_cycles(cfg, cycles, slot=slot)
+    for r in range(cfg.rows):
+        for c in range(cfg.cols):
+            mine = [None if it is None else (it[0][c], it[1][r], bool(it[2][c]))
+                    for it in cycles]
+            want = bf16_pe_cycles(cfg.pe, mine, slot=slot)
+            assert [int(o.out[r, c]) for o in got] == [read_out(a, cfg.pe) for a in want]
+    assert [o.busy for o in got] == bf16_tile_busy(cfg, when, len(cycles))
+    assert bf16_tile_busy(cfg, [0], depth + contexts + 1) == \
+        [True] * (depth + contexts) + [False]

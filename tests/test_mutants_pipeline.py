@@ -110,3 +110,13 @@ def test_bf16_pe_whose_accumulation_loop_is_a_dot_product_short(tb_options, monk
                         BaselineConfig(lanes=2, int_bits=4, pipeline=1, contexts=3), None,
                         tb_options)
     assert {"directed_vectors", "random_regression"} <= set(failed), failed
+
+
+def test_bf16_tile_whose_pes_hold_an_output_tile_too_few(tb_options, monkeypatch):
+    import hdl.baseline.bf16_pe
+    from golden.baseline import BaselineTileConfig
+
+    monkeypatch.setitem(hdl.baseline.bf16_pe.INTERLEAVED_CUTS, 3, ("add",))
+    cfg = BaselineTileConfig(rows=2, cols=2, lanes=2, int_bits=4, pipeline=1, contexts=3)
+    failed = run_failed("baseline.bf16_tile", cfg, None, tb_options)
+    assert {"directed_reductions", "pipeline_timing"} <= set(failed), failed

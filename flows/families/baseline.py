@@ -34,7 +34,10 @@ UNITS = (
          extra_configs=(
                         # the PEs' stages (busy, error and the results checked cycle by cycle)
                         {"rows": 2, "cols": 2, "lanes": 4, "int_bits": 4, "pipeline": 1},
-                        {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3}),
+                        {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3},
+                        # interleaved output tiles (the PEs' contexts)
+                        {"rows": 2, "cols": 2, "lanes": 2, "int_bits": 4, "pipeline": 1,
+                         "contexts": 3}),
          # 2x4: 17 s, 4x4: a minute on Icarus at the standard size
          full_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},

@@ -102,10 +102,10 @@ MAX_PIPELINE = 1
 _COUNTERS = ("useful", "exponent_block", "column_wait", "shift_range", "lock_step", "no_term")
 
 
-def pe_tile_base(pe_cls, *layout, omit=(), **defaults):
+def pe_tile_base(pe_cls, *layout, **defaults):
     """A frozen dataclass to derive a tile configuration from: one flat list of the tile's own
     fields and every field of the PE configuration ``pe_cls`` (so presets and ``--set`` reach
-    each of them by name), but the PE fields ``omit`` names, which keep the PE's default.
+    each of them by name).
 
     ``layout`` gives the order: ``(name, type, default)`` places a tile field, a name places a
     PE field; the PE fields it does not name follow in the PE's order.  A PE field has the PE's
@@ -114,7 +114,7 @@ def pe_tile_base(pe_cls, *layout, omit=(), **defaults):
     :class:`~golden.ConfigError` names the tile's class); a tile's own ``__post_init__`` checks
     its fields, then calls it.
     """
-    pe_fields = {f.name: f for f in fields(pe_cls) if f.name not in omit}
+    pe_fields = {f.name: f for f in fields(pe_cls)}
     unknown = set(defaults) - set(pe_fields)
     if unknown:
         raise TypeError(f"defaults for fields {pe_cls.__name__} does not have: {sorted(unknown)}")

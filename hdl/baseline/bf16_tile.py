@@ -10,14 +10,24 @@ cycle, no back-pressure inside the tile: the stages always advance).  Two side-b
 travel beside the PEs' stages: ``busy`` stays high while a taken group is still in a stage, and
 the exponent-255 check of a taken group reaches the sticky ``error`` ``pipeline`` cycles later,
 in the edge at which the group reaches the accumulators.
+
+Interleaved output tiles (``cfg.contexts``)
+-------------------------------------------
+With the PEs' ``contexts = C > 1`` (:mod:`hdl.baseline.bf16_pe`) every PE holds ``C``
+accumulators and the tile computes ``C`` output tiles interleaved: the group taken in a cycle
+joins the output tile of that cycle's slot (``slot``, a free-running counter), and ``out`` shows
+the output tiles in rotation (``acc_slot`` names the one shown).  A taken group reaches the
+accumulators ``C - 1`` edges later than with one context, so ``busy`` and the error check
+travel ``pipeline + C - 1`` cycles.
 """
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 
 from golden.baseline import BaselineTileConfig
 
-from ..common.pipeline import delay
+from ..common.pipeline import delay, slots
 from ..common.signatures import TileSignature
 
 
@@ -64,12 +74,20 @@ class Bf16Tile(wiring.Component):
     error : Out(1)
         Sticky (reset clears it): an accepted group held an operand with exponent field 255
         (outside the PEs' contract, spec §1.3); the results of the PEs it reached are undefined.
-        It rises ``pipeline`` cycles after the group was taken, as the group's results would.
+        It rises ``pipeline`` cycles after the group was taken, as the group's results would
+        (``pipeline + contexts - 1`` with interleaved output tiles).
+    slot, acc_slot : Out(range(contexts)), only with ``cfg.contexts > 1``
+        The output tile a group taken in this cycle joins, and the one ``out`` shows
+        (module docstring).
     """
 
     def __init__(self, cfg: BaselineTileConfig = BaselineTileConfig()):
         self.cfg = cfg
-        super().__init__(TileSignature(cfg.rows, cfg.cols, cfg.lanes))
+        sig = TileSignature(cfg.rows, cfg.cols, cfg.lanes)
+        if cfg.contexts > 1:
+            sig = wiring.Signature({**dict(sig.members), "slot": Out(range(cfg.contexts)),
+                                    "acc_slot": Out(range(cfg.contexts))})
+        super().__init__(sig)
 
     def elaborate(self, platform):
         cfg = self.cfg
@@ -78,10 +96,15 @@ class Bf16Tile(wiring.Component):
         fire = Signal()
         m.d.comb += fire.eq(Cat(*(s.valid for s in streams)).all())
         m.d.comb += [s.ready.eq(fire) for s in streams]
-        if cfg.pipeline:
+        # the edges from a taken group to its accumulators: the stages, and the accumulation
+        # loop's cuts with interleaved output tiles
+        lag = cfg.pipeline + cfg.contexts - 1
+        if cfg.contexts > 1:
+            slots(m, self.slot, self.acc_slot, cfg.contexts, cfg.pipeline)
+        if lag:
             # a taken group's valid through the PEs' stages
             flight = []
-            for k in range(cfg.pipeline):
+            for k in range(lag):
                 flight.append(delay(m, flight[-1] if flight else fire, 1, name=f"flight{k + 1}"))
             m.d.comb += self.busy.eq(Cat(fire, *flight).any())
         else:
@@ -103,8 +126,8 @@ class Bf16Tile(wiring.Component):
         operands = [x for s in self.a for x in s.payload.a] + \
                    [x for s in self.b for x in s.payload.b]
         special = Cat(*(x.exp == 0xFF for x in operands)).any()
-        if cfg.pipeline:
-            bad = delay(m, fire & special, cfg.pipeline, name="error")
+        if lag:
+            bad = delay(m, fire & special, lag, name="error")
             with m.If(bad):
                 m.d.sync += self.error.eq(1)
         else:

@@ -10,7 +10,15 @@ so a reduction of ``G`` groups without bubbles has ``G + pipeline`` busy cycles 
 ``busy`` and ``ready`` in every cycle against the cycle model
 :func:`golden.baseline.bf16_tile_cycles`, and the cycle in which ``error`` rises, so a tile whose
 results or side-band signals arrive a cycle early or late fails.
+
+With the PEs' ``contexts = C > 1`` (interleaved output tiles) ``pipeline_timing`` checks every
+cycle against :func:`golden.baseline.bf16_tile_cycles` from the tile's ``slot``, with ``slot``
+and ``acc_slot`` too; the reductions offer every group ``C`` times in a row without bubbles
+(:func:`drive`), so that every output tile computes the same reduction, the one-context
+:func:`golden.baseline.bf16_tile_run`.
 """
+
+import dataclasses
 
 import cocotb
 import numpy as np
@@ -19,6 +27,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from tb.common.power import power_test
 from golden.baseline import BaselineTileConfig, bf16_tile_busy, bf16_tile_cycles, bf16_tile_run
 from golden.common import float_to_bf16
+from golden.common.stream import interleaved_shown
 
 from ..common import config_from_env, effort, reset, rng, start, test_size, uint
 from ..common.layouts import pack
@@ -45,10 +54,50 @@ def _streams(cfg):
     return [f"a__{c}" for c in range(cfg.cols)] + [f"b__{r}" for r in range(cfg.rows)]
 
 
+def _one(cfg):
+    """The configuration with one output tile: the reduction every output tile computes."""
+    return dataclasses.replace(cfg, contexts=1)
+
+
+async def drive(drv: TileDriver, cfg, A, B, clear=None, **kw):
+    """``drv.run`` of one reduction; with ``contexts = C > 1`` every group (and its ``clear``)
+    is offered ``C`` times in a row and without bubbles (``kw``'s gaps are dropped), so that
+    every output tile takes each group once and the read-outs are the reduction's."""
+    C = cfg.contexts
+    if C == 1:
+        return await drv.run(A, B, clear=clear, **kw)
+    G = np.asarray(A).shape[1]
+    if clear is None:
+        clear = np.zeros((cfg.cols, G), dtype=bool)
+        clear[:, 0] = True
+    clear = np.broadcast_to(np.asarray(clear, dtype=bool), (cfg.cols, G))
+    return await drv.run(np.repeat(A, C, axis=1), np.repeat(B, C, axis=1),
+                         clear=np.repeat(clear, C, axis=1))
+
+
 async def warm_up(dut, cfg):
     """``pipeline`` cycles of all-ones payloads on every stream without ``valid``: every stage
     register leaves its initial value before any check (Icarus evaluates a combinational block
-    only when one of its inputs changes); nothing may be taken, accumulated or flagged."""
+    only when one of its inputs changes); nothing may be taken, accumulated or flagged.
+
+    With interleaved output tiles, first groups of ones on every stream (not checked) and a
+    second reset: an idle loop passes the same values round, which Icarus never evaluates."""
+    if cfg.contexts > 1:
+        ones = {"a": [0x3F80] * cfg.lanes, "clear": 1}
+        for c in range(cfg.cols):
+            getattr(dut, f"a__{c}__payload").value = pack(
+                TileDriver(dut, cfg.rows, cfg.cols, cfg.lanes).a_layout, ones)
+        for r in range(cfg.rows):
+            getattr(dut, f"b__{r}__payload").value = pack(
+                TileDriver(dut, cfg.rows, cfg.cols, cfg.lanes).b_layout,
+                {"b": [0x3F80] * cfg.lanes})
+        for name in _streams(cfg):
+            getattr(dut, f"{name}__valid").value = 1
+        for _ in range(3 * cfg.contexts + cfg.pipeline):
+            await FallingEdge(dut.clk)
+        for name in _streams(cfg):
+            getattr(dut, f"{name}__valid").value = 0
+        await reset(dut)
     for name in _streams(cfg):
         handle = getattr(dut, f"{name}__payload")
         handle.value = (1 << len(handle)) - 1
@@ -84,22 +133,24 @@ def expect_joined(drv: TileDriver, cfg, groups: int, where: str):
 async def reduction(drv, cfg, A, B, where: str, r=None, gaps: bool = False, clear=None):
     """One reduction through the driver, checked against the golden tile; returns the golden
     result."""
-    want = bf16_tile_run(A, B, cfg)
+    want = bf16_tile_run(A, B, _one(cfg))
     G = A.shape[1]
+    C = cfg.contexts
     kw = {}
-    if gaps:
+    if gaps and C == 1:
         kw = {"gap_a": [r.choice((0.0, 0.1, 0.3, 0.6)) for _ in range(cfg.cols)],
               "gap_b": [r.choice((0.0, 0.1, 0.3, 0.6)) for _ in range(cfg.rows)], "rnd": r}
-    got = await drv.run(A, B, clear=clear, **kw)
+    got = await drive(drv, cfg, A, B, clear=clear, **kw)
     expect(got.out, want.out, where, A, B)
     assert want.cycles == G + cfg.pipeline
-    if not gaps:
-        assert got.busy_cycles == want.cycles, \
-            f"{where}: {got.busy_cycles} busy cycles, golden {want.cycles}"
-        assert got.cycles == want.cycles + 1, f"{where}: {got.cycles} cycles for {G} groups, " \
-            f"expected {want.cycles + 1} (one per group, the pipeline's {cfg.pipeline} and the " \
-            "cycle in which busy is seen low)"
-    expect_joined(drv, cfg, G, where)
+    # every group once per output tile, and the accumulation loop's C - 1 edges
+    busy = C * G + cfg.pipeline + C - 1
+    if not kw:
+        assert got.busy_cycles == busy, f"{where}: {got.busy_cycles} busy cycles, golden {busy}"
+        assert got.cycles == busy + 1, f"{where}: {got.cycles} cycles for {G} groups, " \
+            f"expected {busy + 1} (one per group and output tile, the pipeline's " \
+            f"{cfg.pipeline + C - 1} and the cycle in which busy is seen low)"
+    expect_joined(drv, cfg, C * G, where)
     assert uint(drv.dut.error) == 0, f"{where}: error set without an exponent-255 operand"
     return want
 
@@ -171,24 +222,24 @@ async def clear_and_reset(dut):
         A, B = operands(nprng, cfg, 14)
         clear = np.zeros((C, 14), dtype=bool)
         clear[:, 0] = clear[:, 6] = True
-        got = await drv.run(A, B, clear=clear, **kw)
-        want = bf16_tile_run(A[:, 6:], B[:, 6:], cfg)
+        got = await drive(drv, cfg, A, B, clear=clear, **kw)
+        want = bf16_tile_run(A[:, 6:], B[:, 6:], _one(cfg))
         expect(got.out, want.out, f"second of two back-to-back reductions{tag}")
-        expect_joined(drv, cfg, 14, f"two back-to-back reductions{tag}")
+        expect_joined(drv, cfg, 14 * cfg.contexts, f"two back-to-back reductions{tag}")
         # continue without clear: the accumulators carry on from the previous reduction
         A2, B2 = operands(nprng, cfg, 5)
-        got = await drv.run(A2, B2, clear=False, **kw)
+        got = await drive(drv, cfg, A2, B2, clear=False, **kw)
         want = bf16_tile_run(np.concatenate([A[:, 6:], A2], 1),
-                             np.concatenate([B[:, 6:], B2], 1), cfg)
+                             np.concatenate([B[:, 6:], B2], 1), _one(cfg))
         expect(got.out, want.out, f"reduction continued without clear{tag}")
         # clear on the even columns only: they restart, the odd ones continue
         A3, B3 = operands(nprng, cfg, 4)
         clear = np.zeros((C, 4), dtype=bool)
         clear[0::2, 0] = True
-        got = await drv.run(A3, B3, clear=clear, **kw)
-        fresh = bf16_tile_run(A3, B3, cfg).out
+        got = await drive(drv, cfg, A3, B3, clear=clear, **kw)
+        fresh = bf16_tile_run(A3, B3, _one(cfg)).out
         carried = bf16_tile_run(np.concatenate([A[:, 6:], A2, A3], 1),
-                                np.concatenate([B[:, 6:], B2, B3], 1), cfg).out
+                                np.concatenate([B[:, 6:], B2, B3], 1), _one(cfg)).out
         want = np.where((np.arange(C) % 2 == 0)[None, :], fresh, carried)
         expect(got.out, want, f"clear on the even columns only{tag}")
         # clear on a later group of one column: that column keeps the groups from there
@@ -197,9 +248,9 @@ async def clear_and_reset(dut):
         clear = np.zeros((C, 5), dtype=bool)
         clear[:, 0] = True
         clear[c, 3] = True
-        got = await drv.run(A4, B4, clear=clear, **kw)
-        want = bf16_tile_run(A4, B4, cfg).out
-        want[:, c] = bf16_tile_run(A4[:, 3:], B4[:, 3:], cfg).out[:, c]
+        got = await drive(drv, cfg, A4, B4, clear=clear, **kw)
+        want = bf16_tile_run(A4, B4, _one(cfg)).out
+        want[:, c] = bf16_tile_run(A4[:, 3:], B4[:, 3:], _one(cfg)).out[:, c]
         expect(got.out, want, f"clear on group 3 of column {c}{tag}")
 
     # reset clears every accumulator: +0 read-outs, and a reduction without clear starts at 0
@@ -208,8 +259,8 @@ async def clear_and_reset(dut):
     await reset(dut)
     assert (drv.read_out() == 0).all(), f"outputs after reset: {drv.read_out()}"
     A, B = operands(nprng, cfg, 4)
-    got = await drv.run(A, B, clear=False)
-    expect(got.out, bf16_tile_run(A, B, cfg).out, "reduction without clear after reset")
+    got = await drive(drv, cfg, A, B, clear=False)
+    expect(got.out, bf16_tile_run(A, B, _one(cfg)).out, "reduction without clear after reset")
 
 
 @cocotb.test()
@@ -218,7 +269,7 @@ async def pipeline_timing(dut):
     random columns: every read-out after every edge, ``busy`` and every ``ready`` in every cycle
     against :func:`golden.baseline.bf16_tile_cycles`; then an exponent-255 operand: ``error``
     must rise exactly ``pipeline`` cycles after its group was taken (with the group's
-    results), and stay up."""
+    results; ``pipeline + contexts - 1`` with interleaved output tiles), and stay up."""
     cfg, drv = await setup(dut)
     r = rng("pipeline_timing")
     nprng = np.random.default_rng(r.randrange(1 << 30))
@@ -231,8 +282,11 @@ async def pipeline_timing(dut):
             items.append(None)
         clear = np.array([g == 0 or r.random() < 0.2 for _ in range(C)])
         items.append((A[:, g], B[:, g], clear))
-    items += [None] * cfg.pipeline
-    want = bf16_tile_cycles(cfg, items)
+    K = cfg.contexts
+    lag = cfg.pipeline + K - 1
+    items += [None] * lag
+    slot = uint(dut.slot) if K > 1 else 0
+    want = bf16_tile_cycles(cfg, items, slot=slot)
     streams = _streams(cfg)
     for t, item in enumerate(items):
         if item is None:
@@ -250,6 +304,10 @@ async def pipeline_timing(dut):
                 getattr(dut, f"{name}__valid").value = 1
         await ReadOnly()
         where = f"pipeline {cfg.pipeline} cycle {t}"
+        if K > 1:
+            shown = interleaved_shown(t, cfg.pipeline, K, slot)
+            assert (uint(dut.slot), uint(dut.acc_slot)) == ((slot + t) % K, shown), \
+                f"{where}: slot/acc_slot {(uint(dut.slot), uint(dut.acc_slot))}"
         assert uint(dut.busy) == int(want[t].busy), \
             f"{where}: busy {uint(dut.busy)}, golden {int(want[t].busy)}"
         for name in streams:
@@ -271,12 +329,12 @@ async def pipeline_timing(dut):
     await FallingEdge(dut.clk)
     for name in streams:
         getattr(dut, f"{name}__valid").value = 0
-    for k in range(cfg.pipeline):
+    for k in range(lag):
         assert uint(dut.error) == 0, \
-            f"error {k + 1} cycles after the bad group was taken, expected {cfg.pipeline + 1}"
+            f"error {k + 1} cycles after the bad group was taken, expected {lag + 1}"
         await FallingEdge(dut.clk)
     for k in range(3):
-        assert uint(dut.error) == 1, f"error not high (sticky) {cfg.pipeline + 1 + k} cycles " \
+        assert uint(dut.error) == 1, f"error not high (sticky) {lag + 1 + k} cycles " \
                                      "after the bad group was taken"
         await FallingEdge(dut.clk)
     await reset(dut)
@@ -329,16 +387,16 @@ async def error_flag(dut):
             reached[row, :] = True
             clean_A, clean_B = A, B.copy()
             clean_B[row, g, lane] = 0
-        got = await drv.run(A, B)
+        got = await drive(drv, cfg, A, B)
         assert uint(dut.error) == 1, f"trial {trial}: {code:#06x} in {where} group {g} lane " \
                                      f"{lane} accepted without error"
-        want = bf16_tile_run(clean_A, clean_B, cfg).out
+        want = bf16_tile_run(clean_A, clean_B, _one(cfg)).out
         expect(np.where(reached, 0, got.out), np.where(reached, 0, want),
                f"trial {trial}: PEs the bad operand did not reach")
         # sticky through later clean reductions
         A, B = operands(nprng, cfg, 3)
-        got = await drv.run(A, B)
-        expect(got.out, bf16_tile_run(A, B, cfg).out, f"trial {trial}: after the error")
+        got = await drive(drv, cfg, A, B)
+        expect(got.out, bf16_tile_run(A, B, _one(cfg)).out, f"trial {trial}: after the error")
         for _ in range(2):
             await FallingEdge(dut.clk)
             assert uint(dut.error) == 1, f"trial {trial}: error must be sticky"
