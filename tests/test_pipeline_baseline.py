@@ -32,10 +32,12 @@ from mutantutil import built_with, run_failed
 # configurations
 
 
-def test_the_tile_passes_its_depth_to_every_pe():
+def test_the_tile_passes_its_depth_and_contexts_to_every_pe():
     cfg = BaselineTileConfig(rows=2, cols=2, pipeline=2)
     assert cfg.pe == BaselineConfig(pipeline=2)
-    assert [f.name for f in dataclasses.fields(BaselineTileConfig)][-1] == "pipeline"
+    assert BaselineTileConfig(pipeline=1, contexts=4).pe == BaselineConfig(pipeline=1, contexts=4)
+    assert [f.name for f in dataclasses.fields(BaselineTileConfig)][-2:] == ["pipeline",
+                                                                              "contexts"]
 
 
 # --------------------------------------------------------------------------------------------
