@@ -201,5 +201,6 @@ def baseline_dot(a, b, cfg: BaselineConfig = BaselineConfig()):
 
 
 __all__ = ["BF16_PE_MAX_PIPELINE", "BF16_PE_MAX_CONTEXTS", "bf16_pe_acc_slot", "BaselineConfig",
-           "Acc", "required_int_bits", "baseline_group", "group_step", "bf16_pe_cycles", "baseline_dot", "baseline_dot_batch",
+           "Acc", "required_int_bits", "baseline_group", "group_step", "bf16_pe_cycles",
+           "baseline_dot", "baseline_dot_batch",
            "baseline_dot_batch_acc", "read_out"]

@@ -182,8 +182,9 @@ def mac16_cycles(cfg: MAC16Config, cycles, acc=None, slot: int = 0) -> list:
     restarting that sum alone.  In cycle ``t`` the unit shows sum
     ``(slot + t - pipeline) mod C`` (its ``acc_slot`` output, :func:`mac16_acc_slot`), with
     every group of that sum offered up to cycle ``t - C - pipeline``; as with one context, the
-    list's entry ``t`` is what the cycle after edge ``t`` (cycle ``t + 1``) shows.  ``acc``: ``(C, lanes)``,
-    the sums before the first cycle, indexed by slot, with nothing in flight (default zeros).
+    list's entry ``t`` is what the cycle after edge ``t`` (cycle ``t + 1``) shows.  ``acc``:
+    ``(C, lanes)``, the sums before the first cycle, indexed by slot, with nothing in flight
+    (default zeros).
     """
     C = cfg.contexts
     if C == 1:

@@ -37,7 +37,7 @@ from ..common.lfsr import lane_seeds as _lane_seeds
 from ..common.lfsr import lfsr16_step
 from ..common.fp_add import fp32_add, fp32_add_bits
 from ..common.rounding import RoundConfig, round_raw
-from ..common.stream import StallingPipeline
+from ..common.stream import StallingPipeline, interleaved_shown
 
 #: elements per BFP group (the hardware's g)
 G = 16
@@ -600,7 +600,7 @@ class FMACSlots:
         return (self.slot0 + t) % self.cfg.contexts
 
     def _shown(self, t: int) -> tuple:
-        c = (self.slot0 + t - self.cfg.pipeline) % self.cfg.contexts
+        c = interleaved_shown(t, self.cfg.pipeline, self.cfg.contexts, self.slot0)
         u = t - self.cfg.pipeline - self.cfg.contexts
         return c, (self.after[u] if u >= 0 else 0)
 

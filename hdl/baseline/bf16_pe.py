@@ -50,7 +50,8 @@ Stages before the step cannot shorten it.  With ``C = contexts > 1`` the step's 
 ``C - 1`` register cuts (:data:`INTERLEAVED_CUTS`): ``add`` (the normalizer's input),
 ``normalize`` and ``increment`` (the normalizer's own stages), ``align`` (the terms after
 their shift by ``E - Ep``, before the adder tree, beside the accumulator after its own
-shift) and ``exponent`` (the step exponent ``E`` and the shifts' amounts, before the shifts).  The loop then holds ``C`` accumulators (C-slow): a free-running counter ``slot``
+shift) and ``exponent`` (the step exponent ``E`` and the shifts' amounts, before the
+shifts).  The loop then holds ``C`` accumulators (C-slow): a free-running counter ``slot``
 names the one a group offered in the cycle joins, ``acc`` shows them in rotation and
 ``acc_slot`` names the one shown.  A group joins its accumulator ``C - 1 + pipeline`` edges
 after the edge that takes it.  A cycle without a group writes the accumulator back as it read
@@ -70,7 +71,7 @@ from golden.common.accumulator import EXP_W, XW
 from ..common.accumulator import Accumulator, step_exponent
 from ..common.arith import adder_tree, jam_right, tree_reduce
 from ..common.formats import layout
-from ..common.pipeline import slots, stage
+from ..common.pipeline import slot_ports, slots, stage
 from ..common.signatures import AccumulatorSignature, operand_group
 
 #: cut points of each pipeline depth (see the module docstring)
@@ -239,13 +240,11 @@ class BF16PE(wiring.Component):
 
     def __init__(self, cfg: BaselineConfig = BaselineConfig()):
         self.cfg = cfg
-        ports = {
+        super().__init__({
             "grp": In(operand_group(BF16, cfg.lanes)),
             "acc": Out(AccumulatorSignature(cfg.keep_bits)),
-        }
-        if cfg.contexts > 1:
-            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
-        super().__init__(ports)
+            **slot_ports(cfg.contexts),
+        })
 
     def elaborate(self, platform):
         if self.cfg.pipeline:

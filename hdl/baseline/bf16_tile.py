@@ -23,11 +23,10 @@ travel ``pipeline + C - 1`` cycles.
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
 
 from golden.baseline import BaselineTileConfig
 
-from ..common.pipeline import delay, slots
+from ..common.pipeline import delay, slot_ports, slots
 from ..common.signatures import TileSignature
 
 
@@ -85,8 +84,7 @@ class Bf16Tile(wiring.Component):
         self.cfg = cfg
         sig = TileSignature(cfg.rows, cfg.cols, cfg.lanes)
         if cfg.contexts > 1:
-            sig = wiring.Signature({**dict(sig.members), "slot": Out(range(cfg.contexts)),
-                                    "acc_slot": Out(range(cfg.contexts))})
+            sig = wiring.Signature({**dict(sig.members), **slot_ports(cfg.contexts)})
         super().__init__(sig)
 
     def elaborate(self, platform):

@@ -28,8 +28,10 @@ retiming).  A free-running counter names the slot of each cycle (``slot``); the 
 in a cycle joins that slot's sum.  An idle cycle adds ``-0`` (``x + (-0) = x`` for every value
 the accumulator can hold: ±0, normals, ±Inf and the canonical NaN), so no hold multiplexer
 enters the loop; the addend (the product or ``-0``) and the restart (``valid & clear``) are
-formed before the ``product`` register.  The adder's stage registers hold no sum after reset, so the accumulator
-loads +0 until ``contexts - 1`` cycles have passed (a gate at the end of the loop).  Each sum is rounded exactly as the one-context MAC rounds it.
+formed before the ``product`` register.  The adder's stage registers hold no sum after reset,
+so the accumulator loads +0 until ``contexts - 1`` cycles have passed (a gate at the end of the
+loop; :func:`hdl.common.fp_add.interleaved_sum`).  Each sum is rounded exactly as the
+one-context MAC rounds it.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -41,7 +43,7 @@ from golden.common.fp_add import QNAN, FPAddConfig
 
 from ..common.formats import decode, layout
 from ..common.fp_add import FPAdder, interleaved_sum
-from ..common.pipeline import slots, stage
+from ..common.pipeline import slot_ports, slots, stage
 from ..common.rounding import Round
 from ..common.signatures import operand_group
 
@@ -150,13 +152,11 @@ class MAC16(wiring.Component):
 
     def __init__(self, cfg: MAC16Config = MAC16Config()):
         self.cfg = cfg
-        ports = {
+        super().__init__({
             "grp": In(operand_group(cfg.fmt, cfg.lanes)),
             "acc": Out(32 if cfg.is_float else cfg.acc_bits).array(cfg.lanes),
-        }
-        if cfg.contexts > 1:
-            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
-        super().__init__(ports)
+            **slot_ports(cfg.contexts),
+        })
 
     def elaborate(self, platform):
         cfg = self.cfg

@@ -14,9 +14,10 @@ Three pieces, so that a unit states *where* its stages go and never re-derives *
   every combinational path through the stream in both directions, and it still moves one
   transfer per cycle while the consumer is ready.  Nothing is lost, duplicated or reordered
   whatever the producer's idle cycles and the consumer's back-pressure.
-* :func:`ring` and :func:`slots` — C-slow retiming: a state register held once per interleaved
-  context, in a ring whose head is the context served in the cycle, and the counters that name
-  the contexts (the served one, and the one a loop ``pipeline`` stages behind shows).
+* :func:`ring`, :func:`slot_ports` and :func:`slots` — C-slow retiming: a state register held
+  once per interleaved context, in a ring whose head is the context served in the cycle, and
+  the ports and counters that name the contexts (the served one, and the one a loop
+  ``pipeline`` stages behind shows).
 
 Registers live in the ``sync`` domain (clock ``clk``, synchronous reset ``rst``) and reset to 0.
 """
@@ -85,6 +86,15 @@ def ring(m, cur, nxt, contexts: int, *, name: str) -> None:
     m.d.sync += regs[-1].eq(nxt)
     for k in range(contexts - 1):
         m.d.sync += regs[k].eq(regs[k + 1])
+
+
+def slot_ports(contexts: int) -> dict:
+    """The ports of a unit with ``contexts`` interleaved sums (none for one): ``slot``, the
+    context served in the cycle, and ``acc_slot``, the one its accumulators show (driven by
+    :func:`slots`)."""
+    if contexts == 1:
+        return {}
+    return {"slot": Out(range(contexts)), "acc_slot": Out(range(contexts))}
 
 
 def slots(m, slot, shown, contexts: int, lag: int) -> None:
@@ -186,4 +196,4 @@ class StreamSlice(wiring.Component):
         return m
 
 
-__all__ = ["delay", "stage", "ring", "slots", "DelayLine", "StreamSlice"]
+__all__ = ["delay", "stage", "ring", "slot_ports", "slots", "DelayLine", "StreamSlice"]

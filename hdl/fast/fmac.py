@@ -59,7 +59,7 @@ from golden.fast.numerics import FMACConfig
 from ..common.arith import AdderTree
 from ..common.formats import layout
 from ..common.fp_add import FPAdder, interleaved_sum
-from ..common.pipeline import ring, slots, stage
+from ..common.pipeline import ring, slot_ports, slots, stage
 from ..common.rounding import Round
 
 #: cut points of each pipeline depth (see the module docstring)
@@ -179,14 +179,12 @@ class FMAC(wiring.Component):
 
     def __init__(self, cfg: FMACConfig = FMACConfig()):
         self.cfg = cfg
-        ports = {
+        super().__init__({
             "grp": In(stream.Signature(pair_layout(cfg))),
             "acc": Out(layout(FP32)),
             "busy": Out(1), "last": Out(1), "error": Out(1),
-        }
-        if cfg.contexts > 1:
-            ports |= {"slot": Out(range(cfg.contexts)), "acc_slot": Out(range(cfg.contexts))}
-        super().__init__(ports)
+            **slot_ports(cfg.contexts),
+        })
 
     def elaborate(self, platform):
         cfg = self.cfg
