@@ -7,7 +7,8 @@ inputs every cycle.  The last case keeps the latency but lets a MAC lane's ``val
 ``clear`` skip the product register, so they reach the accumulator one cycle ahead of their
 product.  With interleaved sums (``contexts``), a MAC whose FP32 adder has one stage too few
 (a loop one sum short) and one whose ``acc_slot`` ignores the product stages must fail too, and
-so must an fMAC and a bit-parallel PE with interleaved dot products whose loop is one short.
+so must an fMAC, a bit-parallel PE and an FPRaker PE with interleaved dot products whose loop
+is one short, and an FPRaker PE whose ``acc_slot`` ignores the stages before its control.
 """
 
 import pytest
@@ -120,3 +121,32 @@ def test_bf16_tile_whose_pes_hold_an_output_tile_too_few(tb_options, monkeypatch
     cfg = BaselineTileConfig(rows=2, cols=2, lanes=2, int_bits=4, pipeline=1, contexts=3)
     failed = run_failed("baseline.bf16_tile", cfg, None, tb_options)
     assert {"directed_reductions", "pipeline_timing"} <= set(failed), failed
+
+
+def test_fpraker_pe_whose_step_is_a_dot_product_short(tb_options, monkeypatch):
+    import golden.fpraker.pe
+    import hdl.fpraker.pe
+    from golden.fpraker import PEConfig
+
+    # the PE's loop loses its add cut while the rings and the model keep four contexts
+    short = ("exponent", "control")
+    monkeypatch.setattr(hdl.fpraker.pe, "STEP_CUTS", {**golden.fpraker.pe.STEP_CUTS, 3: short})
+    assert golden.fpraker.pe.STEP_CUTS[3] != short
+    failed = run_failed("fpraker.pe", PEConfig(lanes=2, int_bits=4, pipeline=3), None,
+                        tb_options)
+    assert {"directed_vectors", "random_regression"} <= set(failed), failed
+
+
+def test_fpraker_pe_whose_acc_slot_ignores_the_control_lag(tb_options):
+    from golden.fpraker import PEConfig
+    from hdl.fpraker import PE
+
+    class Mutant(PE):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            m.d.comb += self.acc_slot.eq(self.slot)     # the last assignment wins
+            return m
+
+    failed = run_failed("fpraker.pe", PEConfig(lanes=2, int_bits=4, pipeline=5),
+                        lambda c: Mutant(c), tb_options)
+    assert {"directed_vectors", "random_regression"} <= set(failed), failed

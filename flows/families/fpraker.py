@@ -31,7 +31,9 @@ UNITS = (
                         {"lanes": 2, "encoding": "binary", "kmax": 1023},
                         {"dmax": 12}, {"lanes": 4, "int_bits": 4}, {"out_round": "rne"},
                         {"encoding": "binary"},
-                        {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2}),
+                        {"lanes": 1, "dmax": 0, "frac_bits": 14, "int_bits": 2},
+                        {"lanes": 3, "int_bits": 4, "pipeline": 3},
+                        {"lanes": 2, "encoding": "binary", "kmax": 1023, "pipeline": 8}),
          # without OB every term is taken: 8 lanes take about 3x the cycles of the others
          full_configs=({"encoding": "binary", "kmax": 1023},),
          test_sizes={"quick": 300, "standard": 1200, "full": 20000},

@@ -71,6 +71,19 @@ Numeric consequences:
 * OB decisions use ``k = E_g - ABe_i + t_i``, so a lane's out-of-bounds terms are those below
   ``2**(E_g - kmax)``; ``E_g`` never falls within a group, so a dropped lane would stay dropped.
 
+Interleaved dot products (``pipeline``, the PE's timing closure)
+----------------------------------------------------------------
+The step is a loop: the next step's ``E`` needs this step's normalized accumulator exponent,
+and its terms need this step's pops.  A register inside the loop would make control see a stale
+``eacc`` (the spec's ``EACC_LAG > 1``, whose numerics the paper does not define).  Instead,
+``pipeline = p`` cuts the step into ``C = p + 1`` stages and the PE holds ``C`` independent dot
+products (C-slow retiming), each with its own accumulator, encoder lanes, operands and flags:
+every context takes one step every ``C`` cycles, exactly the step above, so each dot product
+gets the one-context numerics and cycle count (in its own turns), and the PE still takes one
+step per cycle.  :class:`PESlots` is the cycle model (the timing contract of
+:class:`hdl.fpraker.PE` at ``pipeline >= 1``); the speedup study's cycles per group apply to
+every context alike.
+
 Choices beyond the spec
 -----------------------
 * ``dmax`` may equal ``frac_bits``: with the defaults, ``dmax = 12`` is the paper's Fig. 3 PE
@@ -89,6 +102,7 @@ Choices beyond the spec
 """
 
 import functools
+from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
@@ -102,6 +116,31 @@ from ..common.accumulator import (ACC_ZERO, OUT_ROUNDS, Acc, acc_arrays, acc_fro
                                   read_out, read_out_bits, run_groups, shift_jam)
 from .encoder import ENCODINGS, encode_terms, recode
 
+#: most register cuts inside the standalone PE's step (``PEConfig.pipeline``)
+MAX_PIPELINE = 8
+#: the interleaved PE's register cuts inside the step for each ``pipeline`` (module docstring),
+#: in loop order: ``exponent`` after the step exponent E, ``offsets`` after the lanes' ``k``
+#: and the base, ``control`` after the window and the lanes' shifters (the state is written
+#: back before it),
+#: ``reduce`` after the adder tree, ``align`` after the base shifter, then the accumulator's
+#: ``add``, ``normalize`` and ``increment``
+STEP_CUTS = {
+    0: (),
+    1: ("exponent",),
+    2: ("exponent", "add"),
+    3: ("exponent", "control", "add"),
+    4: ("exponent", "control", "add", "normalize"),
+    5: ("exponent", "offsets", "control", "add", "normalize"),
+    6: ("exponent", "offsets", "control", "reduce", "add", "normalize"),
+    7: ("exponent", "offsets", "control", "reduce", "align", "add", "normalize"),
+    8: ("exponent", "offsets", "control", "reduce", "align", "add", "normalize", "increment"),
+}
+
+
+def control_lag(cfg) -> int:
+    """Stages of the interleaved PE's step before its control completes (the cuts before
+    the window's end): the cycles between reading a step's state and writing it back."""
+    return sum(c in STEP_CUTS[cfg.pipeline] for c in ("exponent", "offsets"))
 #: largest accepted kmax; above every k reachable with bfloat16 operands (OB disabled)
 KMAX_LIMIT = 1023
 
@@ -171,9 +210,13 @@ class PEConfig:
     #: exponent computation: "step" (per-cycle E, spec §3.3 [C]) or "group" (once per group,
     #: the paper's Block 1; see the module docstring)
     exp_mode: str = "step"
+    #: register cuts inside the term-serial step, 0..8 (0: the paper's one-cycle step); the
+    #: PE then interleaves ``pipeline + 1`` dot products (:class:`PESlots`, module docstring)
+    pipeline: int = 0
 
     def __post_init__(self):
         check_accumulator_fields(self)
+        check_int(self, "pipeline", 0, MAX_PIPELINE)
         check_int(self, "kmax", 0, KMAX_LIMIT)
         check_int(self, "dmax", 0, self.frac_bits)
         check_choice(self, "encoding", ENCODINGS)
@@ -455,6 +498,121 @@ def pe_group(acc, a, b, cfg: PEConfig = PEConfig(), eligible=None):
             return new, len(trace), trace
 
 
+class PESlot(NamedTuple):
+    """What a :class:`PESlots` PE shows in one cycle (the ports of :class:`hdl.fpraker.PE` at
+    ``pipeline >= 1``)."""
+
+    #: the context whose step this cycle completes its control for (a group offered joins it)
+    slot: int
+    #: that context takes a group offered in this cycle
+    ready: bool
+    #: that context is running a group (this cycle is one of its steps)
+    busy: bool
+    #: the step is the group's last
+    last: bool
+    #: the step's trace (:class:`CycleTrace`), None when not busy
+    trace: CycleTrace | None
+    #: per lane: the done flags the step read (before its own OB decisions)
+    done_before: tuple
+    #: the context whose accumulator ``acc`` shows
+    acc_slot: int
+    #: that accumulator, after the steps that have left the loop
+    acc: Acc
+
+
+class PESlots:
+    """Cycle model of the FPRaker PE with ``C = cfg.pipeline + 1 >= 2`` interleaved dot
+    products (module docstring; the contract of :class:`hdl.fpraker.PE`).
+
+    Cycle ``t`` completes the control of a step of context ``c = (slot + t) mod C`` (``slot``:
+    the unit's ``slot`` output in the first cycle): ``ready``, ``busy``, ``last`` and the
+    trace are that context's, a group offered in the cycle is taken by it when ready, and its
+    first step is the context's next turn, ``C`` cycles later.  Every context runs
+    :func:`pe_group` exactly, one step per turn.  A step reads its state and its eligible mask
+    ``u = control_lag(cfg)`` cycles before its turn (:meth:`next_mask`).  ``acc`` shows the
+    context of that read, ``(c + u) mod C`` (``acc_slot``), with every step whose turn was at
+    cycle ``t + u - C`` or earlier."""
+
+    def __init__(self, cfg: PEConfig, slot: int = 0):
+        C = cfg.pipeline + 1
+        if C < 2:
+            raise ValueError(f"PESlots: cfg.pipeline = {cfg.pipeline}; one context is "
+                             "pe_group's own timing")
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < C:
+            raise ValueError(f"slot {slot!r}; {C} contexts have slots 0..{C - 1}")
+        self.cfg, self.C, self.slot0, self.t = cfg, C, slot, 0
+        self.u = control_lag(cfg)
+        #: per context: the steps to come ([CycleTrace]), the masks they use, the done flags
+        #: before the next step, and the accumulator after the steps taken so far
+        self.steps = [[] for _ in range(C)]
+        self.masks = [[] for _ in range(C)]
+        self.done = [(False,) * cfg.lanes for _ in range(C)]
+        self.final = [ACC_ZERO] * C
+        #: per context: the accumulator shown, and (turn cycle, accumulator after it) of the
+        #: steps taken that have not reached it yet
+        self.visible = [ACC_ZERO] * C
+        self.pending = [deque() for _ in range(C)]
+
+    def served(self, t: int | None = None) -> int:
+        """The context whose step's control completes in cycle ``t`` (default: now)."""
+        return (self.slot0 + (self.t if t is None else t)) % self.C
+
+    def next_mask(self) -> int:
+        """The eligible mask the PE reads in the current cycle: that of the step whose turn is
+        ``u`` cycles later (every lane when that context is idle)."""
+        c = self.served(self.t + self.u)
+        full = (1 << self.cfg.lanes) - 1
+        return self.masks[c][0] if self.steps[c] and self.masks[c] else full
+
+    def _shown(self) -> tuple:
+        c = (self.served() + self.u) % self.C
+        pending = self.pending[c]
+        while pending and pending[0][0] <= self.t + self.u - self.C:
+            self.visible[c] = pending.popleft()[1]
+        return c, self.visible[c]
+
+    def outputs(self) -> PESlot:
+        c = self.served()
+        steps = self.steps[c]
+        busy = bool(steps)
+        last = len(steps) == 1
+        shown, acc = self._shown()
+        return PESlot(slot=c, ready=not busy or last, busy=busy, last=last,
+                      trace=steps[0] if busy else None, done_before=self.done[c],
+                      acc_slot=shown, acc=acc)
+
+    def cycle(self, group=None) -> PESlot:
+        """Outputs of the current cycle, then its clock edge.  ``group``: ``(a, b, clear,
+        masks)`` offered in the cycle (``masks``: the per-step eligible masks, as
+        :func:`pe_group` takes them; None for all lanes) or None; it is taken when the
+        returned outputs' ``ready`` is set."""
+        out = self.outputs()
+        c = out.slot
+        if out.busy:
+            tr = self.steps[c].pop(0)
+            if self.masks[c]:
+                self.masks[c].pop(0)
+            self.done[c] = tr.done
+            self.pending[c].append((self.t, tr.acc))
+        if group is not None and out.ready:
+            a, b, clear, masks = group
+            start = ACC_ZERO if clear else self.final[c]
+            acc, _, trace = pe_group(start, a, b, self.cfg, masks)
+            self.steps[c] = list(trace)
+            self.masks[c] = list(masks or [])
+            A, B = group_row(a, b, self.cfg.lanes)
+            self.done[c] = tuple(bool(x) for x in ~decode_bf16(B)[0][0])
+            self.final[c] = acc
+        self.t += 1
+        return out
+
+    @property
+    def idle(self) -> bool:
+        """No context has a step to come, and every step taken has left the loop."""
+        return (not any(self.steps)
+                and all(turn <= self.t + self.u - self.C for p in self.pending for turn, _ in p))
+
+
 def _dot(A, B, cfg, acc):
     """Accumulator arrays and cycles per (row, group) of the row-wise dot products."""
     return run_groups(A, B, cfg, acc, lambda a, b, acc_arr: _run_group(LaneState(a, b, cfg),
@@ -574,7 +732,7 @@ def random_operands(rng: np.random.Generator, n: int, K: int, kind: str = "mix")
     return uniform(), uniform()
 
 
-__all__ = ["PEConfig", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
+__all__ = ["PEConfig", "PESlot", "PESlots", "MAX_PIPELINE", "STEP_CUTS", "control_lag", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
            "required_int_bits", "decode_bf16", "pe_group", "pe_dot", "pe_dot_batch",
            "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands",
            # the term tables and the vectorized per-cycle kernel, shared with the tile model

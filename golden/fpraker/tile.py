@@ -109,7 +109,8 @@ def pe_tile_base(pe_cls, *layout, **defaults):
 
     ``layout`` gives the order: ``(name, type, default)`` places a tile field, a name places a
     PE field; the PE fields it does not name follow in the PE's order.  A PE field has the PE's
-    type and default, or the default ``defaults`` gives it.  :attr:`pe` is the configuration of
+    type and default, or the default ``defaults`` gives it.  A tile field named like a PE field
+    (the FPRaker tile's ``pipeline``) is the tile's own, and the PE keeps its default.  :attr:`pe` is the configuration of
     one PE, and the base's ``__post_init__`` builds it, which validates the PE fields (the
     :class:`~golden.ConfigError` names the tile's class); a tile's own ``__post_init__`` checks
     its fields, then calls it.
@@ -118,7 +119,9 @@ def pe_tile_base(pe_cls, *layout, **defaults):
     unknown = set(defaults) - set(pe_fields)
     if unknown:
         raise TypeError(f"defaults for fields {pe_cls.__name__} does not have: {sorted(unknown)}")
-    placed = {entry for entry in layout if isinstance(entry, str)}
+    placed = {entry if isinstance(entry, str) else entry[0] for entry in layout}
+    # a tile field named like a PE field is the tile's own: the PE keeps its default
+    own = {entry[0] for entry in layout if not isinstance(entry, str)}
 
     def pe_field(name):
         f = pe_fields[name]
@@ -128,7 +131,7 @@ def pe_tile_base(pe_cls, *layout, **defaults):
     spec += [pe_field(name) for name in pe_fields if name not in placed]
 
     def pe(self):
-        return pe_cls(**{name: getattr(self, name) for name in pe_fields})
+        return pe_cls(**{name: getattr(self, name) for name in pe_fields if name not in own})
 
     def __post_init__(self):
         try:

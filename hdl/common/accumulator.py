@@ -52,6 +52,10 @@ class Accumulator(wiring.Component):
     once every ``1 + len(cuts)`` cycles.  ``addend`` is expected as many cycles after ``E``
     as ``exponent`` and ``align`` are taken (the caller cuts its own terms alike).  The
     register keeps its reset value until the cuts have filled (``len(cuts)`` cycles).
+    ``wait`` more registers between the acc shift and the ``align`` cut hold the aligned
+    register, ``E`` and the values beside them for a caller whose ``addend`` takes that many
+    more cycles (the FPRaker PE's own cuts before its adder tree's result); the loop then holds
+    ``1 + len(cuts) + wait`` accumulators.
 
     Parameters
     ----------
@@ -59,6 +63,8 @@ class Accumulator(wiring.Component):
         ``frac_bits`` (F), ``keep_bits`` (P), ``int_bits``, ``out_round``.
     cuts : tuple of str
         Register cuts inside the loop (above); empty: the one-cycle step.
+    wait : int
+        Registers after the acc shift, before the ``align`` cut (above); default 0.
 
     Ports
     -----
@@ -76,13 +82,16 @@ class Accumulator(wiring.Component):
         The register and its read-out.
     """
 
-    def __init__(self, cfg, cuts=()):
+    def __init__(self, cfg, cuts=(), wait: int = 0):
         unknown = set(cuts) - set(LOOP_CUTS)
         if unknown:
             raise ValueError(f"Accumulator cuts {sorted(unknown)}: the loop's cut points are "
                              f"{', '.join(LOOP_CUTS)}")
+        if isinstance(wait, bool) or not isinstance(wait, int) or wait < 0:
+            raise ValueError(f"Accumulator wait must be an integer >= 0, not {wait!r}")
         self.cfg = cfg
         self.cuts = tuple(c for c in LOOP_CUTS if c in cuts)
+        self.wait = wait
         self.norm_cfg = norm_config(cfg)
         super().__init__({
             "en": In(1), "clear": In(1), "E": In(signed(XW)),
@@ -96,7 +105,7 @@ class Accumulator(wiring.Component):
         m = Module()
         acc = self.acc
         m.d.comb += self.zero_in.eq(acc.zero | self.clear)
-        if self.cuts:
+        if self.cuts or self.wait:
             self._loop(m)
         else:
             aligned = self._align(m, self.E, self.zero_in, acc.sign, acc.exp, acc.sig)
@@ -136,15 +145,16 @@ class Accumulator(wiring.Component):
         r = stage(m, {"E": self.E, "zero_in": self.zero_in, **keep}, "exponent" in cuts,
                   name="acc_exponent")
         aligned = self._align(m, r["E"], r["zero_in"], r["sign"], r["exp"], r["sig"])
-        r = stage(m, {"aligned": aligned, "E": r["E"], **{k: r[k] for k in keep}},
-                  "align" in cuts, name="acc_align")
+        r = {"aligned": aligned, "E": r["E"], **{k: r[k] for k in keep}}
+        r = {k: delay(m, v, self.wait, name=f"acc_wait_{k}") for k, v in r.items()}
+        r = stage(m, r, "align" in cuts, name="acc_align")
         r = stage(m, {"sum": r["aligned"] + self.addend, "E": r["E"],
                       **{k: r[k] for k in keep}}, "add" in cuts, name="acc_add")
         depth = sum(c in cuts for c in ("normalize", "increment"))
         norm = m.submodules.norm = Round(dataclasses.replace(self.norm_cfg, pipeline=depth))
         m.d.comb += [norm.i.sig.eq(r["sum"]), norm.i.exp.eq(r["E"])]
         old = {k: delay(m, r[k], depth, name=f"acc_keep_{k}") for k in keep}
-        live = delay(m, Const(1), len(cuts), name="acc_live")
+        live = delay(m, Const(1), len(cuts) + self.wait, name="acc_live")
         with m.If(live):
             with m.If(old["en"]):
                 m.d.sync += [acc.zero.eq(norm.o.zero), acc.sign.eq(norm.o.sign),

@@ -41,6 +41,24 @@ def recode_digits(m, sig, encoding: str, name: str = ""):
     return digits, negs
 
 
+def present_term(m, rem, negm, name: str = "term") -> dict:
+    """The term an encoder lane presents, from its state: ``rem`` (the digits not yet popped)
+    and ``negm`` (their signs).  Returns the values ``valid`` (a term is present), ``tp``
+    (``t + 1``, 4 bits), ``neg``, ``last`` (the lane's last term) and ``rest`` (``rem`` after
+    popping it).  The current term is the leading digit: it is isolated instead of encoding an
+    index and decoding it again for the pop; ``tp = 8 - j`` is then an OR over the one-hot
+    lead.  Combinational; ``name`` names the leading-one detector."""
+    lead, rest = leading_one(m, rem, name=name)
+    return {
+        "valid": rem.any(),
+        "tp": Cat(*(Cat(*(lead[j] for j in range(DIGITS) if (8 - j) >> b & 1)).any()
+                    for b in range(4))),
+        "neg": (negm & lead).any(),
+        "last": rem.any() & ~rest.any(),
+        "rest": rest,
+    }
+
+
 class TermEncoderLane(wiring.Component):
     """One encoder lane: load a significand, then pop its terms MSB first.
 
@@ -93,16 +111,10 @@ class TermEncoderLane(wiring.Component):
 
         digits, negs = recode_digits(m, self.sig, self.encoding)
 
-        # the current term is the leading digit: isolate it instead of encoding an index and
-        # decoding it again for the pop; tp = 8 - j is then an OR over the one-hot lead
-        lead, rest = leading_one(m, rem, name="term")
-        m.d.comb += [
-            self.valid.eq(rem.any()),
-            self.tp.eq(Cat(*(Cat(*(lead[j] for j in range(DIGITS) if (8 - j) >> b & 1)).any()
-                             for b in range(4)))),
-            self.neg.eq((negm & lead).any()),
-            self.last.eq(rem.any() & ~rest.any()),
-        ]
+        term = present_term(m, rem, negm)
+        m.d.comb += [self.valid.eq(term["valid"]), self.tp.eq(term["tp"]),
+                     self.neg.eq(term["neg"]), self.last.eq(term["last"])]
+        rest = term["rest"]
 
         with m.If(self.load):
             m.d.sync += [rem.eq(digits), negm.eq(negs)]
@@ -164,4 +176,4 @@ class TermEncoder(wiring.Component):
         return m
 
 
-__all__ = ["recode_digits", "TermEncoderLane", "TermEncoder"]
+__all__ = ["recode_digits", "present_term", "TermEncoderLane", "TermEncoder"]

@@ -66,12 +66,14 @@ from amaranth.utils import bits_for, ceil_log2
 from golden.common import BF16
 from golden.common.accumulator import EXP_W, XW
 from golden.fpraker import EncoderConfig, PEConfig
+from golden.fpraker.pe import STEP_CUTS, control_lag
 
-from ..common.accumulator import Accumulator, step_exponent
+from ..common.accumulator import LOOP_CUTS, Accumulator, step_exponent
 from ..common.arith import adder_tree, jam_right, tree_reduce
 from ..common.formats import layout
+from ..common.pipeline import ring, slot_ports, slots, stage
 from ..common.signatures import AccumulatorSignature, TermStreamSignature, operand_group
-from .encoder import TermEncoder
+from .encoder import TermEncoder, present_term, recode_digits
 
 
 def _k_width(cfg: PEConfig) -> int:
@@ -167,25 +169,35 @@ class ExponentPath(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        L, KMAX, KW = cfg.lanes, cfg.kmax, _k_width(cfg)
+        L = cfg.lanes
         w = [Signal(signed(XW), name=f"w{i}") for i in range(L)]
         m.d.comb += [w[i].eq(self.abe[i] - self.tp[i] + 1) for i in range(L)]
         m.d.comb += self.E.eq(step_exponent(m, self.elig, w, self.zero_in, self.acc_exp))
-        for i in range(L):
-            kfull = Signal(signed(XW + 1), name=f"kfull{i}")
-            m.d.comb += [
-                kfull.eq(self.E - w[i]),
-                self.oob[i].eq(kfull > KMAX),
-                self.k[i].eq(Mux(kfull > KMAX, KMAX + 1, kfull[:KW])),
-            ]
+        _offsets(m, cfg, self.E, w, self.k, self.oob)
         return m
+
+
+def _offsets(m, cfg: PEConfig, E, w, k, oob) -> None:
+    """Each lane's ``k = E - w`` clamped to ``kmax + 1`` into ``k``, and the out-of-bounds
+    comparators ``k > kmax`` into ``oob``."""
+    KMAX, KW = cfg.kmax, _k_width(cfg)
+    for i in range(cfg.lanes):
+        kfull = Signal(signed(XW + 1), name=f"kfull{i}")
+        m.d.comb += [
+            kfull.eq(E - w[i]),
+            oob[i].eq(kfull > KMAX),
+            k[i].eq(Mux(kfull > KMAX, KMAX + 1, kfull[:KW])),
+        ]
 
 
 class ShiftReduce(wiring.Component):
     """Block 2 per step (spec §3.3): each processed lane's B significand shifted left by
     ``dmax - delta`` and negated by its sign, the adder tree ``T``, and the shared base shifter
     putting ``T`` onto the accumulator's ``2**(E - F)`` grid (round to odd below it).
-    Combinational.
+    Combinational.  The interleaved PE's cuts add register stages, each delaying ``sum`` by a
+    cycle: ``cut_lanes`` (its ``control`` cut) holds the shifted, sign-flipped lane values, the
+    count of negative lanes and ``base`` before the adder tree; ``cut_tree`` (its ``reduce``
+    cut) holds the tree's sum and ``base`` before the base shifter.
 
     Ports
     -----
@@ -194,8 +206,10 @@ class ShiftReduce(wiring.Component):
     sum : Out(signed(frac_bits + int_bits + 1))
     """
 
-    def __init__(self, cfg: PEConfig):
+    def __init__(self, cfg: PEConfig, cut_lanes: bool = False, cut_tree: bool = False):
         self.cfg = cfg
+        self.cut_lanes = cut_lanes
+        self.cut_tree = cut_tree
         L, KW = cfg.lanes, _k_width(cfg)
         super().__init__({
             "sigb": In(8).array(L), "neg": In(L), "proc": In(L),
@@ -225,11 +239,15 @@ class ShiftReduce(wiring.Component):
             lane_vals.append(val)
         negs = Signal(range(L + 1), name="neg_count")
         m.d.comb += negs.eq(sum((self.proc[i] & self.neg[i]) for i in range(L)))
+        base = self.base
+        if self.cut_lanes:
+            *lane_vals, negs, base = stage(m, [*lane_vals, negs, base], name="control")
         tw = 9 + DMAX + ceil_log2(L)
         tree = adder_tree(m, lane_vals + [negs], tw, "tree")
+        if self.cut_tree:
+            tree, base = stage(m, [tree, base], name="reduce")
         # base shifter: the tree (grid 2**(E-F+sh)) onto the 2**(E-F) grid, sh = c0 - base
         c0 = F - 7 - DMAX
-        base = self.base
         if c0 > 0:
             lsh = Signal(range(c0 + 1))
             left = Signal(signed(tw + c0))
@@ -239,6 +257,46 @@ class ShiftReduce(wiring.Component):
         else:
             m.d.comb += self.sum.eq(jam_right(m, tree, base + (-c0), "tree_jam"))
         return m
+
+
+def _base(m, cfg: PEConfig, elig, k, oob, base_out):
+    """The step's OB-a (eligible lanes out of bounds) and base (min ``k`` over the lanes that
+    run, driven into ``base_out`` too).  Returns ``(ob_a, run, base)``."""
+    L, KW = cfg.lanes, _k_width(cfg)
+    ob_a = Signal(L)
+    run = Signal(L)
+    m.d.comb += [ob_a.eq(elig & oob), run.eq(elig & ~ob_a)]
+    b_valid, b_min = tree_reduce(m, [(run[i], k[i]) for i in range(L)],
+                                 lambda a, b: a <= b, unsigned(KW), "kmin")
+    base = Signal(KW)
+    m.d.comb += [base.eq(Mux(b_valid, b_min, 0)), base_out.eq(base)]
+    return ob_a, run, base
+
+
+def _window(m, cfg: PEConfig, k, base, run, proc):
+    """Each lane's ``delta = k - base``; drives ``proc``, the running lanes within ``dmax`` of
+    the base (spec §3.3).  Returns the deltas."""
+    KW = _k_width(cfg)
+    deltas = []
+    for i in range(cfg.lanes):
+        d = Signal(KW, name=f"delta{i}")
+        m.d.comb += [d.eq(k[i] - base), proc[i].eq(run[i] & (d <= cfg.dmax))]
+        deltas.append(d)
+    return deltas
+
+
+def _finish(m, cfg: PEConfig, last_term, valid, k, done, ob_a, proc):
+    """OB-b (processed lanes at ``k >= kmax``) and each lane's completion after the step: done,
+    dropped, exhausted, or its last term (``last_term``) consumed.  Returns ``(ob_b, fin)``."""
+    L = cfg.lanes
+    ob_b = Signal(L)
+    fin = Signal(L)
+    for i in range(L):
+        m.d.comb += [
+            ob_b[i].eq(proc[i] & (k[i] >= cfg.kmax)),
+            fin[i].eq(done[i] | ob_a[i] | ob_b[i] | ~valid[i] | (proc[i] & last_term[i])),
+        ]
+    return ob_b, fin
 
 
 def _check_step_mode(cfg: PEConfig) -> None:
@@ -298,7 +356,7 @@ class PECore(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        L, KW = cfg.lanes, _k_width(cfg)
+        L = cfg.lanes
         trace, terms, grp = self.trace, self.terms, self.grp
         busy, last, done = trace.busy, trace.last, trace.done
         fresh = Signal()        # the current group starts from a zero accumulator
@@ -332,19 +390,9 @@ class PECore(wiring.Component):
         m.d.comb += [xp.tp[i].eq(terms.tp[i]) for i in range(L)]
 
         # ---- control: OB-a, base, window
-        ob_a = Signal(L)
-        run = Signal(L)
-        m.d.comb += [ob_a.eq(elig & xp.oob), run.eq(elig & ~ob_a)]
-        b_valid, b_min = tree_reduce(m, [(run[i], xp.k[i]) for i in range(L)],
-                                     lambda a, b: a <= b, unsigned(KW), "kmin")
-        base = Signal(KW)
-        m.d.comb += [base.eq(Mux(b_valid, b_min, 0)), trace.base.eq(base)]
         proc = trace.processed
-        deltas = []
-        for i in range(L):
-            d = Signal(KW, name=f"delta{i}")
-            m.d.comb += [d.eq(xp.k[i] - base), proc[i].eq(run[i] & (d <= cfg.dmax))]
-            deltas.append(d)
+        ob_a, run, base = _base(m, cfg, elig, xp.k, xp.oob, trace.base)
+        deltas = _window(m, cfg, xp.k, base, run, proc)
 
         # ---- Block 2: shift and reduce
         sr = m.submodules.lanes = ShiftReduce(cfg)
@@ -357,17 +405,10 @@ class PECore(wiring.Component):
                      accu.addend.eq(sr.sum)]
 
         # ---- OB-b, term pops, completion
-        ob_b = Signal(L)
-        fin = Signal(L)
-        for i in range(L):
-            # the consumed term is the lane's last when the significand has j = 8 - tp
-            # trailing zeros (no recoded digit below the current one)
-            last_term = ((ops.siga[i] << terms.tp[i])[:8] == 0)
-            m.d.comb += [
-                ob_b[i].eq(proc[i] & (xp.k[i] >= cfg.kmax)),
-                fin[i].eq(done[i] | ob_a[i] | ob_b[i] | ~terms.valid[i]
-                          | (proc[i] & last_term)),
-            ]
+        # the consumed term is the lane's last when the significand has j = 8 - tp trailing
+        # zeros (no recoded digit below the current one)
+        last_term = [((ops.siga[i] << terms.tp[i])[:8] == 0) for i in range(L)]
+        ob_b, fin = _finish(m, cfg, last_term, terms.valid, xp.k, done, ob_a, proc)
         m.d.comb += [
             terms.advance.eq(proc),
             terms.drop.eq(ob_a | ob_b),
@@ -390,6 +431,10 @@ class PE(wiring.Component):
     ``grp.ready``; it then takes the golden model's cycle count, and the next group is accepted
     in its last step.  ``acc`` holds the result from the cycle after that last step.
 
+    With ``cfg.pipeline = p >= 1`` the step is cut into ``C = p + 1`` stages and the PE
+    interleaves ``C`` dot products (module docstring, "Interleaved dot products"); the timing
+    contract is then :class:`golden.fpraker.pe.PESlots`.
+
     Parameters
     ----------
     cfg : golden.fpraker.PEConfig
@@ -397,20 +442,29 @@ class PE(wiring.Component):
     Ports
     -----
     grp, eligible, trace, acc
-        As :class:`PECore`.
+        As :class:`PECore`.  With ``pipeline >= 1``: ``grp.ready`` and ``trace`` are the
+        context ``slot``'s, ``trace.done`` holds the flags its step read, ``eligible`` is read
+        one cycle before the step it masks, and ``acc`` shows context ``acc_slot``.
     error : Out(1)
         An encoder lane was loaded with a significand whose hidden bit is clear (never, since
         the hidden bit is inserted here; kept for parity with the encoder).
+    slot, acc_slot : Out(range(pipeline + 1)), only with ``pipeline >= 1``
+        The context whose step's control completes in the cycle (a group offered joins it),
+        and the one ``acc`` shows, ``(slot + 1) mod (pipeline + 1)``.
     """
 
     def __init__(self, cfg: PEConfig = PEConfig()):
         _check_step_mode(cfg)
         self.cfg = cfg
-        super().__init__({**_pe_ports(cfg), "error": Out(1)})
+        super().__init__({**_pe_ports(cfg), "error": Out(1),
+                          **slot_ports(cfg.pipeline + 1)})
 
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
+        if cfg.pipeline:
+            self._interleaved(m)
+            return m
         core = m.submodules.core = PECore(cfg)
         enc = m.submodules.encoder = TermEncoder(EncoderConfig(cfg.lanes, cfg.encoding))
         wiring.connect(m, wiring.flipped(self.grp), core.grp)
@@ -427,6 +481,124 @@ class PE(wiring.Component):
                 enc.zero[i].eq((a.exp == 0) | (b.exp == 0)),
             ]
         return m
+
+    def _interleaved(self, m):
+        """The C-slow PE (module docstring): every state register a ring of ``C`` contexts, the
+        step cut at :data:`golden.fpraker.pe.STEP_CUTS`; the state is read in stage 0 and
+        written back from the stage where the step's control completes."""
+        cfg = self.cfg
+        L, C = cfg.lanes, cfg.pipeline + 1
+        cuts = STEP_CUTS[cfg.pipeline]
+        grp, trace = self.grp, self.trace
+
+        # ---- stage 0: the heads of the state rings (the context this step serves).  Each
+        # lane holds its presented term (valid, tp, sign and weight w = ABe - t) beside the
+        # digits after it, so the step starts at the max tree
+        state = {"busy": Signal(name="busy"), "fresh": Signal(name="fresh"),
+                 "done": Signal(L, name="done"), "psgn": Signal(L, name="psgn"),
+                 "tvalid": Signal(L, name="tvalid"), "tneg": Signal(L, name="tneg")}
+        for i in range(L):
+            state.update({f"abe{i}": Signal(signed(EXP_W), name=f"abe{i}"),
+                          f"manb{i}": Signal(7, name=f"manb{i}"),
+                          # ABe - t in -259..255: ten bits (the max tree's compares)
+                          f"w{i}": Signal(signed(EXP_W), name=f"w{i}"),
+                          f"tp{i}": Signal(4, name=f"tp{i}"),
+                          f"rest{i}": Signal(9, name=f"rest{i}"),
+                          f"negm{i}": Signal(9, name=f"negm{i}")})
+        elig = Signal(L, name="elig")
+        m.d.comb += elig.eq(Mux(state["busy"], state["tvalid"] & ~state["done"] & self.eligible,
+                                0))
+        accu = m.submodules.accumulator = Accumulator(
+            cfg, [c for c in cuts if c in LOOP_CUTS],
+            wait=sum(c in cuts for c in ("offsets", "control", "reduce")))
+        wiring.connect(m, accu.acc, wiring.flipped(self.acc))
+        E = step_exponent(m, elig, [state[f"w{i}"] for i in range(L)], accu.zero_in,
+                          self.acc.exp)
+        m.d.comb += [accu.en.eq(state["busy"]), accu.clear.eq(state["fresh"]), accu.E.eq(E)]
+        x = stage(m, {"E": E, "elig": elig, **state}, "exponent" in cuts, name="exponent")
+
+        # ---- the lanes' offsets k, OB-a and the base
+        k = [Signal(_k_width(cfg), name=f"k{i}") for i in range(L)]
+        oob = Signal(L, name="oob")
+        _offsets(m, cfg, x["E"], [x[f"w{i}"] for i in range(L)], k, oob)
+        base_out = Signal(_k_width(cfg), name="step_base")
+        ob_a, run, base = _base(m, cfg, x["elig"], k, oob, base_out)
+        x = stage(m, {**x, "ob_a": ob_a, "run": run, "base": base, "base_out": base_out,
+                      **{f"k{i}": k[i] for i in range(L)}}, "offsets" in cuts, name="offsets")
+
+        # ---- the window, OB-b, completion; the state is written back from here
+        k = [x[f"k{i}"] for i in range(L)]
+        busy, done = x["busy"], x["done"]
+        proc = Signal(L, name="proc")
+        deltas = _window(m, cfg, k, x["base"], x["run"], proc)
+        last_term = [~x[f"rest{i}"].any() for i in range(L)]
+        ob_b, fin = _finish(m, cfg, last_term, x["tvalid"], k, done, x["ob_a"], proc)
+        last = Signal(name="last")
+        load = Signal(name="load")
+        m.d.comb += [last.eq(busy & fin.all()), grp.ready.eq(~busy | last),
+                     load.eq(grp.valid & grp.ready),
+                     trace.busy.eq(busy), trace.last.eq(last), trace.E.eq(x["E"]),
+                     trace.base.eq(x["base_out"]), trace.processed.eq(proc),
+                     trace.done.eq(done)]
+        self._write_back(m, x, state, load, last, proc, x["ob_a"] | ob_b, C - control_lag(cfg))
+        slots(m, self.slot, self.acc_slot, C, C - control_lag(cfg))
+
+        # ---- Block 2: shift and reduce (the control cut is after the lanes' shifters)
+        sr = m.submodules.lanes = ShiftReduce(cfg, cut_lanes="control" in cuts,
+                                              cut_tree="reduce" in cuts)
+        m.d.comb += [sr.neg.eq(x["psgn"] ^ x["tneg"]), sr.proc.eq(proc), sr.base.eq(x["base"])]
+        m.d.comb += [sr.sigb[i].eq(Cat(x[f"manb{i}"], 1)) for i in range(L)]
+        m.d.comb += [sr.delta[i].eq(deltas[i]) for i in range(L)]
+        addend = stage(m, [sr.sum], "align" in cuts, name="step_align")[0]
+        m.d.comb += [accu.addend.eq(addend), self.error.eq(0)]
+
+    def _write_back(self, m, x, state, load, last, proc, drop, length):
+        """Each state register's next value, from the step's (``x``) or a new group's, into its
+        ring of ``length`` registers (the stages left after the step's control).  A lane's next
+        term is found in parallel for each case (popped, loaded) and selected late."""
+        cfg, grp = self.cfg, self.grp
+        L = cfg.lanes
+        busy = x["busy"]
+        nxt = {
+            "busy": load | (busy & ~last),
+            "fresh": Mux(load, grp.payload.clear, Mux(busy, 0, x["fresh"])),
+            # a lane whose B is zero or denormal is done from the start (spec §1.3)
+            "done": Mux(load, Cat(*(grp.payload.b[i].exp == 0 for i in range(L))),
+                        Mux(busy, x["done"] | drop, x["done"])),
+            "psgn": Mux(load, Cat(*(grp.payload.a[i].sign ^ grp.payload.b[i].sign
+                                    for i in range(L))), x["psgn"]),
+        }
+        tvalid, tneg = [], []
+        for i in range(L):
+            a, b = grp.payload.a[i], grp.payload.b[i]
+            abe = Signal(signed(EXP_W), name=f"load_abe{i}")
+            m.d.comb += abe.eq(a.exp + b.exp - 254)
+            digits, negs = recode_digits(m, Cat(a.man, 1), cfg.encoding, name=f"load{i}_")
+            # a lane with either operand zero (or denormal) gets no terms
+            loaded = Signal(9, name=f"load{i}_digits")
+            m.d.comb += loaded.eq(Mux((a.exp == 0) | (b.exp == 0), 0, digits))
+            new = present_term(m, loaded, negs, name=f"load{i}_term")
+            pop = present_term(m, x[f"rest{i}"], x[f"negm{i}"], name=f"pop{i}_term")
+            # dropped: no term; popped: the next digit; otherwise the term stays presented
+            keep = ~drop[i] & ~proc[i]
+            tvalid.append(Mux(load, new["valid"], Mux(drop[i], 0,
+                                                      Mux(proc[i], pop["valid"],
+                                                          x["tvalid"][i]))))
+            tneg.append(Mux(load, new["neg"], Mux(keep, x["tneg"][i], pop["neg"])))
+            nxt.update({
+                f"abe{i}": Mux(load, abe, x[f"abe{i}"]),
+                f"manb{i}": Mux(load, b.man, x[f"manb{i}"]),
+                f"w{i}": Mux(load, abe - new["tp"] + 1,
+                             Mux(keep, x[f"w{i}"], x[f"abe{i}"] - pop["tp"] + 1)),
+                f"tp{i}": Mux(load, new["tp"], Mux(keep, x[f"tp{i}"], pop["tp"])),
+                f"rest{i}": Mux(load, new["rest"], Mux(drop[i], 0,
+                                                      Mux(proc[i], pop["rest"],
+                                                          x[f"rest{i}"]))),
+                f"negm{i}": Mux(load, negs, x[f"negm{i}"]),
+            })
+        nxt.update({"tvalid": Cat(*tvalid), "tneg": Cat(*tneg)})
+        for name, cur in state.items():
+            ring(m, cur, nxt[name], length, name=name)
 
 
 __all__ = ["PETraceSignature", "OperandRegisters", "ExponentPath", "ShiftReduce", "PECore", "PE"]

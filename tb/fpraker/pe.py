@@ -23,10 +23,11 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from tb.common.power import PowerWindow, operands, power_test
 from golden.common import BF16
-from golden.fpraker.pe import Acc, PEConfig, pe_dot_batch_acc, pe_group, random_operands
+from golden.fpraker.pe import (Acc, PEConfig, PESlots, pe_dot_batch_acc, pe_group,
+                               random_operands)
 from hdl.common.formats import group_layout
 
-from ..common import config_from_env, mask, rng, start, test_size, uint
+from ..common import config_from_env, mask, reset, rng, start, test_size, uint
 from ..common.checks import TraceChecker, expect_acc
 from ..common.layouts import pack
 
@@ -97,10 +98,109 @@ class CycleHarness:
         return acc, cycles
 
 
+class SlotsHarness:
+    """The PE with ``pipeline >= 1`` (interleaved dot products) against
+    :class:`golden.fpraker.pe.PESlots`, every cycle: ``slot``, ``acc_slot``, ``ready``,
+    ``busy``, ``last``, the step's trace (consumed lanes, E, base, the done flags it read) and
+    the accumulator shown.  Each context has its own queue of groups ``(a, b, clear, masks)``;
+    a cycle offers the head of the served context's queue (unless ``idle`` says not to), and
+    ``eligible`` is driven with the mask of the step whose control completes next cycle."""
+
+    def __init__(self, dut, cfg: PEConfig):
+        self.dut, self.cfg = dut, cfg
+        self.model = PESlots(cfg)
+        self.step = TraceChecker(dut, STEP_FIELDS, signed=("E",))
+        #: groups taken, per context
+        self.taken = [0] * (cfg.pipeline + 1)
+
+    async def cycle(self, group=None, label: str = "") -> bool:
+        """One cycle offering ``group`` (or nothing); returns whether it was taken."""
+        dut, model = self.dut, self.model
+        dut.eligible.value = model.next_mask()
+        if group is None:
+            dut.grp__valid.value = 0
+        else:
+            drive_group(dut, self.cfg, *group[:3])
+            dut.grp__valid.value = 1
+        await ReadOnly()
+        out = model.cycle(group)
+        where = f"{label} cycle {model.t - 1} (slot {out.slot})"
+        assert uint(dut.slot) == out.slot, f"{where}: slot {uint(dut.slot)}"
+        assert uint(dut.acc_slot) == out.acc_slot, f"{where}: acc_slot {uint(dut.acc_slot)}"
+        for name in ("ready", "busy", "last"):
+            port = dut.grp__ready if name == "ready" else getattr(dut, f"trace__{name}")
+            assert uint(port) == int(getattr(out, name)), f"{where}: {name} {uint(port)}"
+        if out.busy:
+            self.step.check(out.trace, where)
+            assert uint(dut.trace__done) == mask(i for i, d in enumerate(out.done_before) if d), \
+                f"{where}: done flags read {uint(dut.trace__done):b}, golden {out.done_before}"
+        expect_acc(dut, out.acc, self.cfg, f"{where}: acc of context {out.acc_slot}")
+        await FallingEdge(dut.clk)
+        taken = group is not None and out.ready
+        if taken:
+            self.taken[out.slot] += 1
+        return taken
+
+    async def run(self, queues, label: str = "", idle: float = 0.0, r=None):
+        """Feed each context its queue of groups, then run until the PE is idle and every
+        accumulator has been shown."""
+        queues = [list(q) for q in queues]
+        while any(queues):
+            c = self.model.served()
+            offer = queues[c][0] if queues[c] and not (idle and r.random() < idle) else None
+            if await self.cycle(offer, label):
+                queues[c].pop(0)
+        while not self.model.idle:
+            await self.cycle(None, label)
+        for _ in range(self.cfg.pipeline + 1):
+            await self.cycle(None, label)
+
+    async def warm_up(self):
+        """Groups of ones (not checked), then a second reset: an idle loop passes the same
+        values round, and Icarus never evaluates a combinational block whose inputs stay
+        constant.  Then the reset state is checked."""
+        dut, L = self.dut, self.cfg.lanes
+        one = [0x3F80] * L
+        drive_group(dut, self.cfg, one, one, 1)
+        dut.grp__valid.value = 1
+        await ClockCycles(dut.clk, 4 * (self.cfg.pipeline + 1), rising=False)
+        dut.grp__valid.value = 0
+        await reset(dut)
+        await self.cycle(None, "after the second reset")
+
+
 async def setup(dut):
     cfg = config_from_env(PEConfig)
     await start(dut, idle_values={"eligible": (1 << cfg.lanes) - 1})
     return cfg
+
+
+async def slots_setup(dut, cfg):
+    h = SlotsHarness(dut, cfg)
+    await h.warm_up()
+    return h
+
+
+#: the directed groups of :func:`directed_vectors`, (a, b, clear) for a PE of ``L`` lanes
+def directed_groups(L: int) -> list:
+    fig5 = ([0x40E8, 0x4058][:L], [0x4118, 0x4050][:L])
+    groups = [([0x4081], [0x4153], True), (*fig5, True),
+              ([0x0000, 0x3F80, 0x0005][:L], [0x3F80, 0x0000, 0x3F80][:L], True),
+              ([], [], True), ([0x3E00], [0x3F80], True),
+              ([0xBFC0, 0x3F80][:L], [0x4040, 0x4040][:L], True), ([0x3FC0], [0x3FC0], True)]
+    if L >= 2:
+        groups += [([0x3F80, 0x3E00], [0x3F80, 0x3F80], True),
+                   ([0x3F80, 0x3D80], [0x3F80, 0x3F80], True)]
+    groups += [([0x3FB0], [0x3FBA], True), ([0x7F00], [0x7F00], True),
+               ([0x8080], [0x0080], True),
+               ([0x3FB0], [0x3FBA], True), ([0x3F80] * L, [0x3FFF] * L, False),
+               ([0xBFB0], [0x3FBA], True), ([0xBF80] * L, [0x3FFF] * L, False),
+               ([0x4980], [0x3F80], True), ([0x3F80, 0x3FC0][:L], [0x3F80, 0x3F80][:L], False),
+               ([0x4580], [0x3F80], True), ([0x3F81], [0x3F80], False),
+               ([0xC580], [0x3F80], True), ([0x3F81], [0xBF80], False),
+               ([0x4000], [0x4000], True), ([0xC080], [0x3F80], False),
+               ([0x3F80] * L, [0x3F80] * L, False)]
+    return groups
 
 
 def _is(cfg, **fields) -> bool:
@@ -112,6 +212,13 @@ def _is(cfg, **fields) -> bool:
 async def directed_vectors(dut):
     """Spec §13 vectors TV3, TV4/TV6 (Fig. 5), TV11, TV12, TV13, TV16 cycle by cycle."""
     cfg = await setup(dut)
+    if cfg.pipeline:
+        # every context runs the vectors' groups in order (the chains stay within one)
+        h = await slots_setup(dut, cfg)
+        groups = [(a, b, clear, None) for a, b, clear in directed_groups(cfg.lanes)]
+        await h.run([groups] * (cfg.pipeline + 1), "directed vectors")
+        assert h.taken == [len(groups)] * (cfg.pipeline + 1), h.taken
+        return
     h = CycleHarness(dut, cfg)
     L = cfg.lanes
     default = _is(cfg) or _is(cfg, out_round="rne")
@@ -205,6 +312,18 @@ async def per_cycle_random_masks(dut):
     n = max(20, test_size() // 12)
     A, B = random_operands(nprng, n, cfg.lanes, "mix")
     full = (1 << cfg.lanes) - 1
+    if cfg.pipeline:
+        h = await slots_setup(dut, cfg)
+        C = cfg.pipeline + 1
+        queues = [[] for _ in range(C)]
+        for g in range(n):
+            p = r.random()
+            masks = [r.randrange(full + 1) if r.random() < p else full
+                     for _ in range(r.randrange(0, 16))]
+            queues[g % C].append((A[g].tolist(), B[g].tolist(), r.random() < 0.3, masks))
+        await h.run(queues, "random masks", idle=0.2, r=r)
+        assert sum(h.taken) == n, h.taken
+        return
     for g in range(n):
         p = r.random()
         masks = [r.randrange(full + 1) if r.random() < p else full
@@ -274,6 +393,26 @@ async def random_regression(dut):
     nprng = np.random.default_rng(r.randrange(1 << 30))
     n = test_size()
     plan = ((1, max(1, n // 2)), (3, max(1, n // 10)), (8, max(1, n // 40)))
+    if cfg.pipeline:
+        # every context streams its own dot products at full rate; each result is also
+        # checked against the batch model's
+        h = await slots_setup(dut, cfg)
+        C = cfg.pipeline + 1
+        for groups, rows in plan:
+            A, B = random_operands(nprng, rows, groups * cfg.lanes, "mix")
+            accs, _ = pe_dot_batch_acc(A, B, cfg)
+            L = cfg.lanes
+            queues = [[] for _ in range(C)]
+            for row in range(rows):
+                for g in range(groups):
+                    queues[row % C].append((A[row, g * L:(g + 1) * L].tolist(),
+                                            B[row, g * L:(g + 1) * L].tolist(), g == 0, None))
+            await h.run(queues, f"{groups}-group dot products")
+            last = {row % C: row for row in range(rows)}
+            for c, row in last.items():
+                assert h.model.final[c] == accs[row], f"context {c}: row {row}"
+        assert sum(h.taken) == sum(g * rows for g, rows in plan), h.taken
+        return
     total_cycles = total_checked = 0
     for groups, rows in plan:
         A, B = random_operands(nprng, rows, groups * cfg.lanes, "mix")
