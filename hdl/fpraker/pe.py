@@ -49,7 +49,32 @@ still holds the previous result during the new group's first step.
 The step is one combinational cycle (spec §12 A8, ``EACC_LAG = 1``): the next step's E needs
 this step's normalized exponent, so the accumulation loop (term → E → k → base → shifters →
 tree → base shifter → adder → LZD → normalizer → RNE → accumulator) is the critical path.
-Pipelining it would change the numerics (the paper's Fig. 5 lag) and is not done here.
+A register inside it would make the next step see a stale exponent (the paper's Fig. 5 lag),
+whose numerics nothing defines.
+
+Interleaved dot products (``cfg.pipeline = p``, 1..8; :class:`PE` only)
+-----------------------------------------------------------------------
+The step gets ``p`` register cuts (:data:`golden.fpraker.pe.STEP_CUTS`) and the PE holds
+``C = p + 1`` dot products (C-slow retiming): every state register (busy, fresh, done flags,
+operands, each lane's presented term and the digits after it) is a ring of ``C`` contexts and
+the accumulator loop holds ``C`` accumulators, so each context takes one step every ``C``
+cycles, exactly the one-context step, and the PE one step per cycle.  The cuts, in loop order:
+
+- ``exponent``: after the step-E max tree (every depth; the state read in stage 0 travels
+  beside it);
+- ``offsets``: after the lanes' ``k``, OB-a and the base min tree;
+- ``control``: after the window, the lanes' shifters and sign flips (the state is written back
+  in the stage before it: term pops, done flags, a new group's operands and first terms);
+- ``reduce``: after the adder tree; ``align``: after the base shifter;
+- ``add``, ``normalize``, ``increment``: the accumulator's own (:class:`Accumulator`).
+
+Each lane's ring holds its presented term (valid, ``tp``, sign, weight ``w = ABe - t``)
+beside the digits after it, and the write-back finds the next term in parallel for a pop and a
+load, so stage 0 starts at the max tree.  A new group is taken in the stage where the step's
+control completes (``grp.ready`` is that context's, named by ``slot``), which keeps every
+context's cycle count the one-context PE's.  The timing contract is
+:class:`golden.fpraker.pe.PESlots`: ``eligible`` is read ``control_lag(cfg)`` cycles before
+the step's ``slot`` cycle and ``acc`` shows context ``acc_slot``.
 
 Widths (spec §3.4, derived from the configuration)
 -------------------------------------------------
