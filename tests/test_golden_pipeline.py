@@ -22,7 +22,7 @@ from golden.baseline import MAC16Config, mac16_cycles, mac16_run
 MAX_DEPTHS = {"common.round": 3, "common.fp_add": 5, "baseline.mac16": 2, "baseline.bf16_pe": 3,
               "baseline.bf16_tile": 3, "fast.converter": 4, "fast.fmac": 3, "fast.array": 3,
               "equinox.quantizer": 4, "gecko.compressor": 2, "gecko.decompressor": 2,
-              "gecko.loopback": 2, "fpraker.tile": 1}
+              "gecko.loopback": 2, "fpraker.tile": 1, "fpraker.pe": 8}
 
 
 def test_the_pipelined_units_and_their_depths():
