@@ -141,9 +141,9 @@ class SlotsHarness:
             self.taken[out.slot] += 1
         return taken
 
-    async def run(self, queues, label: str = "", idle: float = 0.0, r=None):
-        """Feed each context its queue of groups, then run until the PE is idle and every
-        accumulator has been shown."""
+    async def run(self, queues, label: str = "", idle: float = 0.0, r=None, drain=True):
+        """Feed each context its queue of groups, then run until the PE is idle (every step
+        out of the loop) and, with ``drain``, until every accumulator has been shown."""
         queues = [list(q) for q in queues]
         while any(queues):
             c = self.model.served()
@@ -152,7 +152,7 @@ class SlotsHarness:
                 queues[c].pop(0)
         while not self.model.idle:
             await self.cycle(None, label)
-        for _ in range(self.cfg.pipeline + 1):
+        for _ in range(self.cfg.pipeline + 1 if drain else 0):
             await self.cycle(None, label)
 
     async def warm_up(self):
@@ -430,11 +430,13 @@ async def power_run(dut):
     """``trainfab power``: the operand groups of ``a``/``b`` (groups, lanes) streamed back to
     back as dot products of ``dot_groups`` groups, as fast as the PE takes them (no back-pressure,
     no idle cycle), every result and group schedule checked against the golden model; the
-    measured window covers exactly the stream."""
+    measured window covers exactly the stream.
+
+    An interleaved PE (``pipeline >= 1``) takes dot product ``r`` in context ``r mod C``, every
+    context at full rate, checked every cycle against :class:`PESlots`; its window ends when
+    the last step has left the loop, so it also holds the few cycles in which the contexts
+    finish at different times (``busy_cycles`` counts them)."""
     cfg = await setup(dut)
-    assert not cfg.pipeline, (
-        f"power runs of the interleaved PE (pipeline = {cfg.pipeline}) are not supported: "
-        "this stream drives one dot product at a time")
     ops = operands()
     A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
     groups = A.shape[0]
@@ -442,6 +444,18 @@ async def power_run(dut):
         f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
         f"{cfg.lanes}) with groups a multiple of dot_groups"
     rows = groups // dot
+    if cfg.pipeline:
+        h = await slots_setup(dut, cfg)
+        C = cfg.pipeline + 1
+        queues = [[] for _ in range(C)]
+        for g in range(groups):
+            queues[(g // dot) % C].append((A[g].tolist(), B[g].tolist(), g % dot == 0, None))
+        window = PowerWindow(dut)
+        start_cycle = h.model.t
+        await h.run(queues, "power run", drain=False)
+        assert sum(h.taken) == groups, f"power run: {sum(h.taken)} of {groups} groups taken"
+        window.close(groups=groups, busy_cycles=h.model.t - start_cycle, dot_products=rows)
+        return
     window = PowerWindow(dut)
     cycles, checked = await stream(dut, cfg, A.reshape(rows, dot * cfg.lanes),
                                    B.reshape(rows, dot * cfg.lanes), "power run")
