@@ -22,7 +22,7 @@ UNITS = (
                         # interleaved dot products: cuts inside the accumulation loop
                         {"lanes": 3, "int_bits": 4, "pipeline": 1, "contexts": 6},
                         {"lanes": 2, "frac_bits": 16, "pipeline": 2, "contexts": 3}),
-         test_sizes={"quick": 500, "standard": 3000, "full": 20000},
+         test_sizes={"quick": 500, "standard": 2000, "full": 20000},
          synth_overrides={"lanes": 2},
          # the size of fpraker.pe's demo configuration
          demo_config={"lanes": 2},
@@ -59,7 +59,7 @@ UNITS = (
                         {"fmt": "fp16", "lanes": 3, "pipeline": 2, "contexts": 3},
                         {"fmt": "hfp8", "lanes": 2, "contexts": 5}),
          full_configs=({"fmt": "fp16", "lanes": 3, "pipeline": 2},),
-         test_sizes={"quick": 200, "standard": 1000, "full": 20000},
+         test_sizes={"quick": 200, "standard": 700, "full": 20000},
          synth_overrides={"lanes": 2},
          # 4 bf16 MACs: one per value of fast.fmac's demo group of 4
          demo_config={"lanes": 4},

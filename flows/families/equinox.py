@@ -34,7 +34,7 @@ UNITS = (
                         # register stages (every cycle checked against the cycle model)
                         {"w": 3, "rounding": "stoch", "rbits": 5, "pipeline": 3},
                         {"in_fmt": "bf16", "rounding": "rne", "w": 3, "m": 4, "pipeline": 4}),
-         test_sizes={"quick": 500, "standard": 6000, "full": 100000},
+         test_sizes={"quick": 500, "standard": 3000, "full": 100000},
          synth_overrides={"w": 4}),
     Unit(name="equinox.dispatcher",
          summary="Equinox request + instruction dispatcher: inference/training queues, "
@@ -49,7 +49,7 @@ UNITS = (
               "trn_len": 16},
              {"b_inf": 3, "thresh": 0, "t_batch": 1, "inf_len": 1, "trn_len": 2,
               "done_lag": 2, "q_trn": 2}),
-         test_sizes={"quick": 4000, "standard": 50000, "full": 500000},
+         test_sizes={"quick": 4000, "standard": 25000, "full": 500000},
          synth_overrides={"b_inf": 4}),
 )
 

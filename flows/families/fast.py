@@ -74,7 +74,7 @@ UNITS = (
          extra_configs=({"m": 2}, {"group": 5, "m": 6},
                         # register stages (every cycle checked against the cycle model)
                         {"group": 5, "m": 6, "pipeline": 2}, {"group": 3, "pipeline": 4}),
-         test_sizes={"quick": 300, "standard": 2000, "full": 20000},
+         test_sizes={"quick": 300, "standard": 1000, "full": 20000},
          synth_overrides={"group": 4},
          paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
     Unit(name="fast.fmac",

@@ -36,7 +36,7 @@ UNITS = (
          # without OB every term is taken: 8 lanes take about 3x the cycles of the others;
          # make test runs binary terms on 2 lanes
          full_configs=({"encoding": "binary", "kmax": 1023}, {"encoding": "binary"}),
-         test_sizes={"quick": 300, "standard": 800, "full": 20000},
+         test_sizes={"quick": 300, "standard": 600, "full": 20000},
          synth_overrides={"lanes": 2},
          # beside the bit-parallel PE at the same 2 lanes (baseline.bf16_pe)
          demo_config={"lanes": 2},

@@ -18,7 +18,7 @@ ORDER = 30
 
 #: every Gecko unit shares the configuration class, preset, effort sizes and small synthesis
 _GECKO = dict(config="GeckoConfig", preset="gecko-paper",
-              test_sizes={"quick": 600, "standard": 10000, "full": 50000},
+              test_sizes={"quick": 600, "standard": 5000, "full": 50000},
               synth_overrides={"lanes": 2, "fmt": "bf16"},
               runtime_fields=("man_width", "sign_en", "fixed_width"))
 #: a narrow, odd-lane fixed-width configuration every Gecko unit also regresses
