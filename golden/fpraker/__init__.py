@@ -8,5 +8,5 @@ from .tile import SYNCS, TileConfig, tile_run
 
 __all__ = ["ENCODINGS", "EncoderConfig", "encode_terms", "recode", "term_counts",
            "ACC_ZERO", "Acc", "CycleTrace", "PEConfig", "PESlot", "PESlots", "pe_dot",
-           "pe_dot_batch", "pe_dot_batch_acc", "pe_group", "read_out", "BDCConfig", "BDCFootprint", "BDCStream",
-           "SYNCS", "TileConfig", "tile_run"]
+           "pe_dot_batch", "pe_dot_batch_acc", "pe_group", "read_out", "BDCConfig", "BDCFootprint",
+           "BDCStream", "SYNCS", "TileConfig", "tile_run"]

@@ -121,9 +121,8 @@ MAX_PIPELINE = 8
 #: the interleaved PE's register cuts inside the step for each ``pipeline`` (module docstring),
 #: in loop order: ``exponent`` after the step exponent E, ``offsets`` after the lanes' ``k``
 #: and the base, ``control`` after the window and the lanes' shifters (the state is written
-#: back before it),
-#: ``reduce`` after the adder tree, ``align`` after the base shifter, then the accumulator's
-#: ``add``, ``normalize`` and ``increment``
+#: back before it), ``reduce`` after the adder tree, ``align`` after the base shifter, then
+#: the accumulator's ``add``, ``normalize`` and ``increment``
 STEP_CUTS = {
     0: (),
     1: ("exponent",),
@@ -141,6 +140,8 @@ def control_lag(cfg) -> int:
     """Stages of the interleaved PE's step before its control completes (the cuts before
     the window's end): the cycles between reading a step's state and writing it back."""
     return sum(c in STEP_CUTS[cfg.pipeline] for c in ("exponent", "offsets"))
+
+
 #: largest accepted kmax; above every k reachable with bfloat16 operands (OB disabled)
 KMAX_LIMIT = 1023
 
@@ -732,7 +733,8 @@ def random_operands(rng: np.random.Generator, n: int, K: int, kind: str = "mix")
     return uniform(), uniform()
 
 
-__all__ = ["PEConfig", "PESlot", "PESlots", "MAX_PIPELINE", "STEP_CUTS", "control_lag", "Acc", "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
+__all__ = ["PEConfig", "PESlot", "PESlots", "MAX_PIPELINE", "STEP_CUTS", "control_lag", "Acc",
+           "ACC_ZERO", "CycleTrace", "OUT_ROUNDS", "KMAX_LIMIT", "EXP_MODES",
            "required_int_bits", "decode_bf16", "pe_group", "pe_dot", "pe_dot_batch",
            "pe_dot_batch_acc", "read_out", "DATA_KINDS", "random_operands",
            # the term tables and the vectorized per-cycle kernel, shared with the tile model

@@ -110,10 +110,10 @@ def pe_tile_base(pe_cls, *layout, **defaults):
     ``layout`` gives the order: ``(name, type, default)`` places a tile field, a name places a
     PE field; the PE fields it does not name follow in the PE's order.  A PE field has the PE's
     type and default, or the default ``defaults`` gives it.  A tile field named like a PE field
-    (the FPRaker tile's ``pipeline``) is the tile's own, and the PE keeps its default.  :attr:`pe` is the configuration of
-    one PE, and the base's ``__post_init__`` builds it, which validates the PE fields (the
-    :class:`~golden.ConfigError` names the tile's class); a tile's own ``__post_init__`` checks
-    its fields, then calls it.
+    (the FPRaker tile's ``pipeline``) is the tile's own, and the PE keeps its default.
+    :attr:`pe` is the configuration of one PE, and the base's ``__post_init__`` builds it, which
+    validates the PE fields (the :class:`~golden.ConfigError` names the tile's class); a tile's
+    own ``__post_init__`` checks its fields, then calls it.
     """
     pe_fields = {f.name: f for f in fields(pe_cls)}
     unknown = set(defaults) - set(pe_fields)

@@ -68,8 +68,8 @@ cycles, exactly the one-context step, and the PE one step per cycle.  The cuts, 
 - ``reduce``: after the adder tree; ``align``: after the base shifter;
 - ``add``, ``normalize``, ``increment``: the accumulator's own (:class:`Accumulator`).
 
-Each lane's ring holds its presented term (valid, ``tp``, sign, weight ``w = ABe - t``)
-beside the digits after it, and the write-back finds the next term in parallel for a pop and a
+Each lane's ring holds its presented term (valid, sign, weight ``w = ABe - t``) beside
+the digits after it, and the write-back finds the next term in parallel for a pop and a
 load, so stage 0 starts at the max tree.  A new group is taken in the stage where the step's
 control completes (``grp.ready`` is that context's, named by ``slot``), which keeps every
 context's cycle count the one-context PE's.  The timing contract is
@@ -284,9 +284,9 @@ class ShiftReduce(wiring.Component):
         return m
 
 
-def _base(m, cfg: PEConfig, elig, k, oob, base_out):
+def _base(m, cfg: PEConfig, elig, k, oob, base_out=None):
     """The step's OB-a (eligible lanes out of bounds) and base (min ``k`` over the lanes that
-    run, driven into ``base_out`` too).  Returns ``(ob_a, run, base)``."""
+    run, driven into ``base_out`` too when given).  Returns ``(ob_a, run, base)``."""
     L, KW = cfg.lanes, _k_width(cfg)
     ob_a = Signal(L)
     run = Signal(L)
@@ -294,7 +294,8 @@ def _base(m, cfg: PEConfig, elig, k, oob, base_out):
     b_valid, b_min = tree_reduce(m, [(run[i], k[i]) for i in range(L)],
                                  lambda a, b: a <= b, unsigned(KW), "kmin")
     base = Signal(KW)
-    m.d.comb += [base.eq(Mux(b_valid, b_min, 0)), base_out.eq(base)]
+    m.d.comb += [base.eq(Mux(b_valid, b_min, 0)),
+                 *([] if base_out is None else [base_out.eq(base)])]
     return ob_a, run, base
 
 
@@ -469,13 +470,14 @@ class PE(wiring.Component):
     grp, eligible, trace, acc
         As :class:`PECore`.  With ``pipeline >= 1``: ``grp.ready`` and ``trace`` are the
         context ``slot``'s, ``trace.done`` holds the flags its step read, ``eligible`` is read
-        one cycle before the step it masks, and ``acc`` shows context ``acc_slot``.
+        ``control_lag(cfg)`` cycles (1 or 2) before the step it masks, and ``acc`` shows
+        context ``acc_slot``.
     error : Out(1)
         An encoder lane was loaded with a significand whose hidden bit is clear (never, since
         the hidden bit is inserted here; kept for parity with the encoder).
     slot, acc_slot : Out(range(pipeline + 1)), only with ``pipeline >= 1``
         The context whose step's control completes in the cycle (a group offered joins it),
-        and the one ``acc`` shows, ``(slot + 1) mod (pipeline + 1)``.
+        and the one ``acc`` shows, ``(slot + control_lag(cfg)) mod (pipeline + 1)``.
     """
 
     def __init__(self, cfg: PEConfig = PEConfig()):
@@ -517,8 +519,8 @@ class PE(wiring.Component):
         grp, trace = self.grp, self.trace
 
         # ---- stage 0: the heads of the state rings (the context this step serves).  Each
-        # lane holds its presented term (valid, tp, sign and weight w = ABe - t) beside the
-        # digits after it, so the step starts at the max tree
+        # lane holds its presented term (valid, sign and weight w = ABe - t) beside the digits
+        # after it, so the step starts at the max tree
         state = {"busy": Signal(name="busy"), "fresh": Signal(name="fresh"),
                  "done": Signal(L, name="done"), "psgn": Signal(L, name="psgn"),
                  "tvalid": Signal(L, name="tvalid"), "tneg": Signal(L, name="tneg")}
@@ -527,7 +529,6 @@ class PE(wiring.Component):
                           f"manb{i}": Signal(7, name=f"manb{i}"),
                           # ABe - t in -259..255: ten bits (the max tree's compares)
                           f"w{i}": Signal(signed(EXP_W), name=f"w{i}"),
-                          f"tp{i}": Signal(4, name=f"tp{i}"),
                           f"rest{i}": Signal(9, name=f"rest{i}"),
                           f"negm{i}": Signal(9, name=f"negm{i}")})
         elig = Signal(L, name="elig")
@@ -546,9 +547,8 @@ class PE(wiring.Component):
         k = [Signal(_k_width(cfg), name=f"k{i}") for i in range(L)]
         oob = Signal(L, name="oob")
         _offsets(m, cfg, x["E"], [x[f"w{i}"] for i in range(L)], k, oob)
-        base_out = Signal(_k_width(cfg), name="step_base")
-        ob_a, run, base = _base(m, cfg, x["elig"], k, oob, base_out)
-        x = stage(m, {**x, "ob_a": ob_a, "run": run, "base": base, "base_out": base_out,
+        ob_a, run, base = _base(m, cfg, x["elig"], k, oob)
+        x = stage(m, {**x, "ob_a": ob_a, "run": run, "base": base,
                       **{f"k{i}": k[i] for i in range(L)}}, "offsets" in cuts, name="offsets")
 
         # ---- the window, OB-b, completion; the state is written back from here
@@ -563,7 +563,7 @@ class PE(wiring.Component):
         m.d.comb += [last.eq(busy & fin.all()), grp.ready.eq(~busy | last),
                      load.eq(grp.valid & grp.ready),
                      trace.busy.eq(busy), trace.last.eq(last), trace.E.eq(x["E"]),
-                     trace.base.eq(x["base_out"]), trace.processed.eq(proc),
+                     trace.base.eq(x["base"]), trace.processed.eq(proc),
                      trace.done.eq(done)]
         self._write_back(m, x, state, load, last, proc, x["ob_a"] | ob_b, C - control_lag(cfg))
         slots(m, self.slot, self.acc_slot, C, C - control_lag(cfg))
@@ -615,7 +615,6 @@ class PE(wiring.Component):
                 f"manb{i}": Mux(load, b.man, x[f"manb{i}"]),
                 f"w{i}": Mux(load, abe - new["tp"] + 1,
                              Mux(keep, x[f"w{i}"], x[f"abe{i}"] - pop["tp"] + 1)),
-                f"tp{i}": Mux(load, new["tp"], Mux(keep, x[f"tp{i}"], pop["tp"])),
                 f"rest{i}": Mux(load, new["rest"], Mux(drop[i], 0,
                                                       Mux(proc[i], pop["rest"],
                                                           x[f"rest{i}"]))),
