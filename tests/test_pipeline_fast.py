@@ -8,6 +8,11 @@ places its registers at the cut points its ``CUTS`` names.  Mutation checks: the
 fail a unit built with one stage more or fewer than they expect, and one whose side-band
 (the round's enable or ``clear``, a cell's partial-sum controls, the array's output valid line)
 skips a stage.
+
+The array's interleaved GEMMs (``contexts``): ``ArraySlots`` is one-context arrays in rotation
+with the outputs ``pipeline + contexts - 1`` cycles later; the RTL holds every state register
+in rings; the testbench fails an array whose ``acc_slot``, drain output or operand rings are
+off by a context.
 """
 
 import numpy as np
@@ -21,8 +26,11 @@ from golden.fast.array import (
     FMAC_ARRAY_MAX_PIPELINE,
     ArrayIn,
     ArraySim,
+    ArraySlots,
     FMACArrayConfig,
     array_gemm,
+    array_sim,
+    interleave,
 )
 from golden.fast.numerics import (
     FMAC_MAX_PIPELINE,
@@ -225,6 +233,94 @@ def test_array_gemms_back_to_back_at_every_depth():
         assert all((a == b).all() for a, b in zip(results[depth], results[0])), depth
 
 
+def _plans(one, gen, contexts, dataflow):
+    """One GEMM per context on its own one-context model (random shapes and bubbles), padded
+    with idle cycles to one length: the plans and their results."""
+    runs = []
+    for k in range(contexts):
+        m_, n_ = int(gen.integers(1, 5)), int(gen.integers(1, 5))
+        nG = int(gen.integers(1, 5))
+        xq, yq = _quantized(gen, one, m_, nG, 4), _quantized(gen, one, n_, nG, 2)
+        sim = ArraySim(one)
+        run = array_gemm(one, xq, yq, dataflow, gaps=0.3, seed=k, sim=sim)
+        assert (run.out == gemm_quantized(xq, yq, dataflow, "paper",
+                                          array=(one.rows, one.cols))).all()
+        runs.append((run, sim))
+    n = max(len(run.inputs) for run, _ in runs)
+    for run, sim in runs:
+        while len(run.inputs) < n:
+            run.inputs.append(ArrayIn(mx=4, my=2, dataflow=dataflow))
+            run.outputs.append(sim.cycle(run.inputs[-1]))
+    return [run for run, _ in runs]
+
+
+@pytest.mark.parametrize("contexts, depth", [(2, 0), (3, 2), (5, 1)])
+@pytest.mark.parametrize("dataflow", ["fwd", "bwd_data", "wgrad"])
+def test_array_slots_are_one_context_arrays_in_rotation(contexts, depth, dataflow):
+    """With ``contexts = C``, cycle ``t`` serves context ``t mod C``: its ``in_ready`` is that
+    of a one-context depth-0 array that sees only its own cycles' inputs, and ``out_valid``,
+    ``right`` and ``top`` are context ``(t - L) mod C``'s from cycle ``t - L``, ``L =
+    pipeline + C - 1``; every context's output vectors come out in its own order."""
+    gen = np.random.default_rng(contexts * 10 + depth + len(dataflow))
+    cfg = FMACArrayConfig(rows=2, cols=3, group=4, m_max=8, pipeline=depth, contexts=contexts)
+    one = FMACArrayConfig(rows=2, cols=3, group=4, m_max=8)
+    runs = _plans(one, gen, contexts, dataflow)
+    inputs = interleave(cfg, [run.inputs for run in runs])
+    L = depth + contexts - 1
+    inputs += [ArrayIn(mx=4, my=2, dataflow=dataflow)] * L
+    sim = ArraySlots(cfg)
+    outs = [sim.cycle(i) for i in inputs]
+    n = len(runs[0].inputs)
+    shown = {k: [] for k in range(contexts)}
+    for t, o in enumerate(outs):
+        assert (o.slot, o.acc_slot) == (t % contexts, (t - L) % contexts), t
+        if t < contexts * n:
+            assert o.in_ready == runs[t % contexts].outputs[t // contexts].in_ready, t
+        if t < L:
+            assert not o.out_valid and not o.right.any() and not o.top.any(), t
+            continue
+        ref = runs[(t - L) % contexts].outputs[(t - L) // contexts]
+        assert o.out_valid == ref.out_valid, t
+        assert (o.right == ref.right).all() and (o.top == ref.top).all(), t
+        if o.out_valid:
+            shown[o.acc_slot].append(o.right if dataflow != "bwd_data" else o.top)
+    for k, run in enumerate(runs):
+        side = "top" if dataflow == "bwd_data" else "right"
+        want = [getattr(r, side) for r in run.outputs if r.out_valid]
+        assert len(shown[k]) == len(want) > 0
+        assert all((a == b).all() for a, b in zip(shown[k], want)), k
+
+
+def test_array_slots_error_is_one_sticky_flag():
+    """An illegal input in any context's cycle sets ``error`` from the next cycle on."""
+    cfg = FMACArrayConfig(rows=2, cols=2, group=2, m_max=4, contexts=3)
+    sim = ArraySlots(cfg)
+    ok, bad = ArrayIn(mx=2, my=2), ArrayIn(mx=2, my=2, dataflow=3)
+    outs = [sim.cycle(i) for i in [ok, ok, ok, ok, bad, ok, ok, ok]]
+    assert [o.error for o in outs] == [False] * 5 + [True] * 3
+
+
+def test_array_contexts_range():
+    for bad in (0, 7, True):
+        with pytest.raises(ConfigError) as e:
+            FMACArrayConfig(contexts=bad)
+        assert e.value.field == "contexts"
+    cfg = FMACArrayConfig(rows=2, cols=2, contexts=2)
+    with pytest.raises(FastInputError, match="ArraySlots"):
+        ArraySim(cfg)
+    with pytest.raises(FastInputError, match="ArraySim"):
+        ArraySlots(FMACArrayConfig())
+    with pytest.raises(FastInputError, match="contexts"):
+        array_gemm(cfg, *(_quantized(np.random.default_rng(0), cfg, 2, 1, 4),) * 2)
+    with pytest.raises(FastInputError, match="one per context"):
+        interleave(cfg, [[ArrayIn()]])
+    with pytest.raises(FastInputError, match="one length"):
+        interleave(cfg, [[ArrayIn()], [ArrayIn(), ArrayIn()]])
+    assert isinstance(array_sim(cfg), ArraySlots) and isinstance(array_sim(cfg.one_context()),
+                                                                 ArraySim)
+    assert cfg.out_lag == 1 and FMACArrayConfig(pipeline=2, contexts=4).out_lag == 5
+
+
 # --------------------------------------------------------------------------------------------
 # RTL: the stage registers at their cut points
 
@@ -264,6 +360,19 @@ def test_array_output_side_runs_pipeline_cycles_late():
         for ctl in ("boundary", "vin", "draining", "first"):
             assert (f"acc_{ctl}_d2" in text) == (depth == 2), (depth, ctl)
             assert f"acc_{ctl}_d3" not in text
+
+
+def test_array_contexts_hold_every_state_register_in_rings():
+    """With ``contexts = C``: each cell's ``S``, ``H``, ``V`` and the controller, skew, deskew
+    and valid line are rings of ``C``; the FP32 adder has ``C - 1`` stages; one context
+    generates no ring."""
+    cfg = FMACArrayConfig(rows=2, cols=2, group=1, m_max=2, contexts=3)
+    text = _verilog(FMACArray(cfg))
+    for reg in ("S", "h", "v", "cx", "cy", "pend", "drain", "skew_l1_0", "skew_b1_0", "vline",
+                "right0_0", "top1_0"):
+        assert f"{reg}_ctx2" in text and f"{reg}_ctx3" not in text, reg
+    assert "fp_add_live_d2" in text and "fp_add_live_d3" not in text
+    assert "_ctx1" not in _verilog(FMACArray(cfg.one_context()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,3 +446,47 @@ def test_array_whose_valid_line_skips_a_stage(tb_options, monkeypatch):
                         None, tb_options)
     assert {"t20_every_dataflow_and_width", "steady_state_throughput",
             "random_gemms"} <= set(failed), failed
+
+
+# mutation checks of the interleaved array
+
+
+def test_array_whose_acc_slot_ignores_the_adder_stages(tb_options, monkeypatch):
+    """``acc_slot`` names the context the partial-sum side reads, not the one the adder's
+    stages deliver."""
+    real = hdl.fast.array.slots
+    monkeypatch.setattr(hdl.fast.array, "slots",
+                        lambda m, slot, shown, contexts, lag: real(m, slot, shown, contexts,
+                                                                   lag - contexts + 1))
+    failed = run_failed("fast.array", FMACArrayConfig(rows=2, cols=2, group=4, pipeline=1,
+                                                      contexts=3), None, tb_options)
+    assert {"t20_every_dataflow_and_width", "random_gemms",
+            "illegal_inputs_set_error"} <= set(failed), failed
+
+
+def test_array_whose_drain_shows_a_sum_from_the_wrong_cycle(tb_options, monkeypatch):
+    """A WGRAD drain shows the last column's ``A`` without the adder's delay."""
+    real = hdl.fast.array.delay
+
+    def delay(m, value, depth, **kw):
+        if kw.get("name", "").startswith("drain"):
+            depth = 0
+        return real(m, value, depth, **kw)
+
+    monkeypatch.setattr(hdl.fast.array, "delay", delay)
+    failed = run_failed("fast.array", FMACArrayConfig(rows=2, cols=2, group=4, pipeline=1,
+                                                      contexts=3), None, tb_options)
+    assert {"t20_every_dataflow_and_width", "random_gemms"} <= set(failed), failed
+
+
+def test_array_whose_operand_ring_is_a_context_short(tb_options, monkeypatch):
+    """Each cell's ``H`` ring holds one context fewer: the contexts' operands mix."""
+    real = hdl.fast.array.hold
+
+    def hold(m, reg, value, en, contexts, *, name):
+        return real(m, reg, value, en, contexts - 1 if name == "h" else contexts, name=name)
+
+    monkeypatch.setattr(hdl.fast.array, "hold", hold)
+    failed = run_failed("fast.array", FMACArrayConfig(rows=2, cols=2, group=4, pipeline=1,
+                                                      contexts=3), None, tb_options)
+    assert {"t20_every_dataflow_and_width", "random_gemms"} <= set(failed), failed

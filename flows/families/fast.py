@@ -100,13 +100,17 @@ UNITS = (
                         {"rows": 1, "cols": 3, "group": 3, "m_max": 8},
                         {"rows": 2, "cols": 1, "m_max": 2},
                         {"rows": 2, "cols": 2, "group": 4, "pipeline": 2},
-                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "pipeline": 3}),
+                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "pipeline": 3},
+                        # interleaved GEMMs: the adder's stages inside the cells' loops
+                        {"rows": 2, "cols": 2, "group": 4, "pipeline": 1, "contexts": 3},
+                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "contexts": 2}),
          test_sizes={"quick": 4, "standard": 8, "full": 80},
          synth_overrides={"rows": 2, "cols": 2, "group": 4},
          paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array alone"),
 )
 
-#: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC); one cell of the array
+#: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC); the fMAC and the array
+#: interleaved to their 200 MHz depths; one cell of the array
 PARTS = (
     Part(name="fast.fmac/m4", unit="fast.fmac", overrides={"m_max": 4},
          summary="the fMAC with operand registers for FAST's 2- and 4-bit widths",
@@ -116,6 +120,10 @@ PARTS = (
          summary="the fMAC/m4 with five interleaved dot products at pipeline 3 (its 200 MHz "
                  "depth)",
          paper="— (not in the paper: the fMAC C-slowed)"),
+    Part(name="fast.array/c5", unit="fast.array", overrides={"contexts": 5, "pipeline": 3},
+         summary="the fMAC array with five interleaved GEMMs at pipeline 3 (200 MHz at the "
+                 "paper configuration)",
+         paper="— (not in the paper: the array C-slowed)"),
     Part(name="fast.array/cell", unit="fast.array", component="ArrayCell",
          summary="one cell of the fMAC array: the fMAC datapath with its stationary, moving "
                  "and partial-sum registers"),

@@ -50,6 +50,16 @@ The partial-sum side, the output deskew and the valid line run in that delayed t
 cycles (their values before: ``out_valid`` low, ``right`` and ``top`` +0), while ``in_ready``
 and ``error`` keep their depth-0 timing: throughput is unchanged and every result is the same.
 
+Interleaved GEMMs (``contexts``, 1..6, :data:`FMAC_ARRAY_MAX_CONTEXTS`): with ``C = contexts > 1``
+the array is C-slowed.  Every state register (``S``, ``H``, ``V``, the skew, the round counters,
+the WGRAD countdown and drain, the deskew and the valid line) is held ``C`` times, and each
+cell's FP32 adder takes ``C - 1`` register stages inside its accumulation loop.  ``C``
+independent GEMMs share the array: cycle ``t`` serves context ``t mod C`` (its inputs, its
+``in_ready``, its load), and every context runs exactly as the one-context array at depth 0 does
+in its own cycles (:class:`ArraySlots`).  The outputs (``out_valid``, ``right``, ``top``) in
+cycle ``t`` are those of context ``(t - L) mod C`` from ``L = pipeline + C - 1`` cycles
+earlier (its depth-0 outputs of that step).  ``error`` stays one sticky flag for the array.
+
 Run-time inputs ``mx``, ``my`` (2, 4, 6, 8 bits) and ``dataflow`` must stay constant while data
 is in flight (``pipeline`` cycles longer than at depth 0).  ``error`` (sticky) flags a width above ``m_max`` (processed at ``m_max``), a
 ``dataflow`` code 3 (processed as ``fwd``) and a load outside the array (ignored).
@@ -59,6 +69,7 @@ the array (§5.1), which :func:`array_gemm` models with :func:`fp32_add` in tile
 :func:`golden.fast.numerics.gemm_quantized` does.
 """
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +90,8 @@ DATAFLOW_CODES = {name: code for code, name in enumerate(DATAFLOWS)}
 #: most register stages between the cells' round side and their partial sums
 #: (:class:`FMACArrayConfig`.pipeline)
 FMAC_ARRAY_MAX_PIPELINE = 3
+#: most interleaved GEMMs (:class:`FMACArrayConfig`.contexts)
+FMAC_ARRAY_MAX_CONTEXTS = 6
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,10 @@ class FMACArrayConfig:
     #: paper's one-cycle round), at the fMAC's cuts (:class:`golden.fast.numerics.FMACConfig`);
     #: outputs appear ``pipeline`` cycles later, results and throughput are unchanged
     pipeline: int = 0
+    #: interleaved GEMMs, 1..6 (1: the paper's array): every state register is held
+    #: ``contexts`` times and each cell's FP32 adder gets ``contexts - 1`` register stages
+    #: inside its accumulation loop (C-slow); cycle ``t`` serves GEMM ``t mod contexts``
+    contexts: int = 1
 
     def __post_init__(self):
         check_int(self, "rows", 1, 256)
@@ -108,6 +125,18 @@ class FMACArrayConfig:
         if isinstance(self.m_max, bool) or self.m_max not in FMAC_WIDTHS:
             raise ConfigError(type(self).__name__, "m_max", self.m_max, "one of 2, 4, 6, 8")
         check_int(self, "pipeline", 0, FMAC_ARRAY_MAX_PIPELINE)
+        check_int(self, "contexts", 1, FMAC_ARRAY_MAX_CONTEXTS)
+
+    @property
+    def out_lag(self) -> int:
+        """Cycles from a context's step on the round side to its outputs: ``pipeline`` stages,
+        then the FP32 adder's ``contexts - 1``."""
+        return self.pipeline + self.contexts - 1
+
+    def one_context(self) -> "FMACArrayConfig":
+        """The array one context of this one behaves as: the same cells at depth 0."""
+        return FMACArrayConfig(rows=self.rows, cols=self.cols, group=self.group,
+                               m_max=self.m_max)
 
 
 @dataclass
@@ -136,6 +165,9 @@ class ArrayOut:
     right: np.ndarray    # uint32, rows
     top: np.ndarray      # uint32, cols
     error: bool
+    #: with ``contexts > 1``: the context served in the cycle, and the one the outputs show
+    slot: int = 0
+    acc_slot: int = 0
 
 
 @dataclass
@@ -174,6 +206,8 @@ class ArraySim:
     :meth:`step` for the clock edge (or :meth:`cycle` for both)."""
 
     def __init__(self, cfg: FMACArrayConfig = FMACArrayConfig()):
+        if cfg.contexts != 1:
+            raise FastInputError("cfg.contexts", cfg.contexts, "1 (ArraySlots models more)")
         self.cfg = cfg
         R, C, g = cfg.rows, cfg.cols, cfg.group
         z = lambda *s: np.zeros(s, np.int64)
@@ -383,6 +417,76 @@ class ArraySim:
         return s if rnd.df != "wgrad" else np.where(rnd.Hv == 1, s, self.A).astype(np.uint32)
 
 
+class ArraySlots:
+    """Cycle model of the array with ``C = cfg.contexts > 1`` interleaved GEMMs (the timing
+    contract of :class:`hdl.fast.array.FMACArray`; same interface as :class:`ArraySim`).
+
+    ``C`` one-context arrays at depth 0 (:class:`ArraySim`, :meth:`FMACArrayConfig.one_context`)
+    take turns: cycle ``t`` serves context ``t mod C`` (the array's ``slot``, 0 after reset),
+    whose ``in_ready`` the cycle shows and which takes the cycle's inputs (a vector, a load,
+    the widths and the dataflow) and steps once.  ``out_valid``, ``right`` and ``top`` in
+    cycle ``t`` are the outputs context ``acc_slot = (t - L) mod C`` had in cycle ``t - L``,
+    ``L = cfg.out_lag`` (before: ``out_valid`` low, +0).  ``error`` is the sticky OR over every
+    cycle's input."""
+
+    def __init__(self, cfg: FMACArrayConfig):
+        C = cfg.contexts
+        if C < 2:
+            raise FastInputError("cfg.contexts", C, "2 or more (ArraySim models one)")
+        self.cfg = cfg
+        self.sims = [ArraySim(cfg.one_context()) for _ in range(C)]
+        self.t = 0
+        self.error = False
+        # the served context's (out_valid, right, top) in the last `out_lag` cycles
+        self._shown = deque(maxlen=cfg.out_lag)
+
+    def outputs(self, i: ArrayIn) -> ArrayOut:
+        cfg = self.cfg
+        C, L = cfg.contexts, cfg.out_lag
+        slot = self.t % C
+        o = self.sims[slot].outputs(i)
+        if self.t >= L:
+            valid, right, top = self._shown[0]
+        else:
+            valid = False
+            right = np.zeros(cfg.rows, np.uint32)
+            top = np.zeros(cfg.cols, np.uint32)
+        return ArrayOut(in_ready=o.in_ready, out_valid=valid, right=right, top=top,
+                        error=self.error, slot=slot, acc_slot=(self.t - L) % C)
+
+    def cycle(self, i: ArrayIn) -> ArrayOut:
+        out = self.outputs(i)
+        self.step(i)
+        return out
+
+    def step(self, i: ArrayIn):
+        sim = self.sims[self.t % self.cfg.contexts]
+        o = sim.outputs(i)
+        sim.step(i)
+        self._shown.append((o.out_valid, o.right, o.top))
+        self.error = self.error or sim.error
+        self.t += 1
+
+
+def array_sim(cfg: FMACArrayConfig):
+    """The cycle model of ``cfg``: :class:`ArraySim`, or :class:`ArraySlots` with
+    ``contexts``."""
+    return ArraySim(cfg) if cfg.contexts == 1 else ArraySlots(cfg)
+
+
+def interleave(cfg: FMACArrayConfig, inputs: list) -> list:
+    """The array's input in every cycle for ``cfg.contexts`` interleaved input sequences (one
+    list of :class:`ArrayIn` per context, each what the one-context array takes in its own
+    cycles, all of one length): cycle ``t`` takes input ``t // C`` of context ``t mod C``."""
+    C = cfg.contexts
+    if len(inputs) != C:
+        raise FastInputError("inputs", f"{len(inputs)} sequences", f"one per context ({C})")
+    n = {len(seq) for seq in inputs}
+    if len(n) != 1:
+        raise FastInputError("inputs", f"sequences of lengths {sorted(n)}", "one length")
+    return [inputs[t % C][t // C] for t in range(C * n.pop())]
+
+
 # ----------------------------------------------------------------------------------------------
 # the GEMM driver
 
@@ -430,6 +534,9 @@ def array_gemm(cfg: FMACArrayConfig, xq: Quantized, yq: Quantized, dataflow: str
         raise FastInputError("K groups", (xq.q.shape[1], yq.q.shape[1]), "equal on both sides")
     if xq.q.shape[2] != cfg.group or yq.q.shape[2] != cfg.group:
         raise FastInputError("group", (xq.q.shape[2], yq.q.shape[2]), f"the array's {cfg.group}")
+    if cfg.contexts != 1:
+        raise FastInputError("cfg.contexts", cfg.contexts,
+                             "1: one GEMM (interleave one per context with interleave())")
     R, C = cfg.rows, cfg.cols
     M, N, nG = xq.q.shape[0], yq.q.shape[0], xq.q.shape[1]
     if sim is None:
@@ -513,11 +620,15 @@ def array_gemm(cfg: FMACArrayConfig, xq: Quantized, yq: Quantized, dataflow: str
 
 __all__ = [
     "DATAFLOW_CODES",
+    "FMAC_ARRAY_MAX_CONTEXTS",
     "FMAC_ARRAY_MAX_PIPELINE",
     "FMACArrayConfig",
     "ArrayIn",
     "ArrayOut",
     "ArrayRun",
     "ArraySim",
+    "ArraySlots",
     "array_gemm",
+    "array_sim",
+    "interleave",
 ]

@@ -141,20 +141,30 @@ class FPAdder(wiring.Component):
         return m
 
 
-def interleaved_sum(m, acc, addend, restart, contexts: int, *, name: str = "add") -> FPAdder:
-    """The accumulation loop ``acc <= (restart ? +0 : acc) + addend`` with ``contexts - 1``
-    register stages of the adder inside it (``contexts >= 2``): the loop holds ``contexts``
-    sums, one per cycle of a rotation, each passing the adder once every ``contexts`` cycles.
+def interleaved_loop(m, acc, a, addend, contexts: int, *, name: str = "add"):
+    """The accumulation loop ``acc <= a + addend``, ``a`` formed from ``acc`` by the caller (a
+    restart from +0, or another loop's value), with ``contexts - 1`` register stages of the
+    adder inside it (``contexts >= 2``): the loop holds ``contexts`` sums, one per cycle of a
+    rotation, each passing the adder once every ``contexts`` cycles.
 
     An idle cycle must offer ``addend = -0`` (``x + (-0) = x`` for every value the loop can
     hold: ±0, normals, ±Inf and the canonical NaN), so no hold multiplexer enters the loop.
     The adder's stage registers hold no sum after reset, so ``acc`` (FP32 bits) loads +0
-    until ``contexts - 1`` cycles have passed.  Returns the adder (submodule ``name``)."""
+    until ``contexts - 1`` cycles have passed.  Returns the value ``acc`` loads at the edge
+    (an expression)."""
     add = m.submodules[name] = FPAdder(FPAddConfig("fp32", pipeline=contexts - 1))
-    m.d.comb += [add.a.eq(Mux(restart, 0, acc)), add.b.eq(addend)]
+    m.d.comb += [add.a.eq(a), add.b.eq(addend)]
     live = delay(m, Const(1), contexts - 1, name=f"{name}_live")
-    m.d.sync += acc.eq(Mux(live, add.sum, 0))
-    return add
+    nxt = Mux(live, add.sum, 0)
+    m.d.sync += acc.eq(nxt)
+    return nxt
 
 
-__all__ = ["FPAdder", "interleaved_sum"]
+def interleaved_sum(m, acc, addend, restart, contexts: int, *, name: str = "add") -> FPAdder:
+    """:func:`interleaved_loop` for ``acc <= (restart ? +0 : acc) + addend``.  Returns the
+    adder (submodule ``name``)."""
+    interleaved_loop(m, acc, Mux(restart, 0, acc), addend, contexts, name=name)
+    return m.submodules[name]
+
+
+__all__ = ["FPAdder", "interleaved_loop", "interleaved_sum"]

@@ -31,6 +31,23 @@ controller: ``out_valid``, ``right`` and ``top`` are those of depth 0 delayed by
 cycles, ``i.ready`` and ``error`` keep their depth-0 timing, and the throughput is unchanged.
 The accumulation loop (partial-sum multiplexer, FP32 adder, ``A``) bounds the clock at every
 depth.
+
+Interleaved GEMMs (``cfg.contexts``, 1..6)
+------------------------------------------
+With ``C = contexts > 1`` the array is C-slowed, as the fMAC is: every state register (each
+cell's ``S``, ``H`` and ``V``, the input skew, the round counters, the WGRAD countdown and
+drain, the output deskew and the valid line) becomes a ring of ``C``
+(:func:`hdl.common.pipeline.ring`) whose head is the context served in the cycle, and each
+cell's FP32 adder takes ``C - 1`` stages inside its accumulation loop
+(:func:`hdl.common.fp_add.interleaved_loop`).  So ``C`` GEMMs share the array, each served every
+``C``-th cycle exactly as by the one-context array (:class:`golden.fast.array.ArraySlots`).  The
+loop has no hold multiplexer: a drain cycle passes the left neighbour's ``A`` and a WGRAD bubble
+the cell's own, each plus ``-0``; the addend and the partial sum's one-hot selects are formed
+before the ``generator`` register.  The deskew and the valid line run ``C - 1`` cycles behind
+the partial-sum side, where the adder's sums leave the loop; ``slot`` names the context served
+and ``acc_slot`` the one the outputs show, ``(slot - pipeline - C + 1) mod C``.  ``error`` stays
+one sticky flag.  ``contexts = 1`` generates the same netlist as the array without the field
+(the Verilog differs only in generated names of internal ports).
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -44,8 +61,8 @@ from golden.fast.numerics import FMACConfig
 from golden.fast.array import FMACArrayConfig
 
 from ..common.formats import layout
-from ..common.fp_add import FPAdder
-from ..common.pipeline import delay, stage
+from ..common.fp_add import FPAdder, interleaved_loop
+from ..common.pipeline import delay, ring, slot_ports, slots, stage
 from ..common.rounding import Round
 from .fmac import CUTS, ChunkProducts, chunk_count, fp_gen_config, operand_layout
 
@@ -77,13 +94,25 @@ def load_layout(cfg: FMACArrayConfig) -> data.StructLayout:
                               "group": operand_layout(fmac_config(cfg))})
 
 
+def hold(m, reg, value, en, contexts: int, *, name: str) -> None:
+    """``reg`` loads ``value`` while ``en`` is high and holds otherwise; with ``contexts > 1``
+    ``reg`` is the head of a ring of that many (:func:`hdl.common.pipeline.ring`)."""
+    if contexts == 1:
+        with m.If(en):
+            m.d.sync += reg.eq(value)
+    else:
+        ring(m, reg, Mux(en, value, reg), contexts, name=name)
+
+
 class ArrayCell(wiring.Component):
     """One fMAC cell of the array with its registers (see the module docstring).
 
     Latency: the round of a cycle (from the operands, ``shx``/``shy``/``esub`` and the
     dataflow of that cycle) reaches ``A`` at the edge ``cfg.pipeline`` cycles later, with that
-    cycle's ``first``, ``drain``, dataflow and ``H`` tags; ``a`` and ``a_next`` are in that
-    delayed time.
+    cycle's ``first``, ``drain``, dataflow and ``H`` tags; ``a`` is in that delayed time.  With
+    ``contexts = C > 1`` every register is a ring of ``C`` and the sum leaves the adder's
+    ``C - 1`` stages as ``a_next`` (the value ``A``'s ring takes at the edge) ``C - 1`` cycles
+    after the partial-sum side reads ``a``.
 
     Ports
     -----
@@ -127,10 +156,16 @@ class ArrayCell(wiring.Component):
         fc = fmac_config(cfg)
         m = Module()
         S = Signal(operand_layout(fc))
-        with m.If(self.ld_we):
-            m.d.sync += S.eq(self.ld)
-        with m.If(self.boundary):
-            m.d.sync += [self.h.eq(self.h_in), self.v.eq(self.v_in)]
+        N = cfg.contexts
+        if N == 1:
+            with m.If(self.ld_we):
+                m.d.sync += S.eq(self.ld)
+            with m.If(self.boundary):
+                m.d.sync += [self.h.eq(self.h_in), self.v.eq(self.v_in)]
+        else:
+            hold(m, S, self.ld, self.ld_we, N, name="S")
+            hold(m, self.h, self.h_in, self.boundary, N, name="h")
+            hold(m, self.v, self.v_in, self.boundary, N, name="v")
 
         # what the cell multiplies: X is V in FWD, H otherwise; Y is V in WGRAD, S otherwise
         x = Signal(operand_layout(fc))
@@ -154,6 +189,8 @@ class ArrayCell(wiring.Component):
         m.d.comb += [e.eq(x.es + y.es - self.esub - 256), gen.i.sig.eq(side["p"]),
                      gen.i.exp.eq(side["e"])]
         del side["p"], side["e"]
+        if N > 1:
+            return self._interleaved(m, gen.o.bits, side, "generator" in cuts)
         side = stage(m, {"bits": gen.o.bits, **side}, "generator" in cuts, name="generator")
         first, fwd, bwd, wgrad = side["first"], side["fwd"], side["bwd"], side["wgrad"]
 
@@ -177,6 +214,27 @@ class ArrayCell(wiring.Component):
         with m.Else():
             m.d.comb += self.a_next.eq(add.sum)
         m.d.sync += self.a.eq(self.a_next)
+        return m
+
+    def _interleaved(self, m, bits, side, cut: bool):
+        """The accumulation loop of ``contexts > 1``: ``A``'s ring is the adder's stages and
+        one register.  A drain cycle adds ``-0`` to the left neighbour's ``A``, a WGRAD bubble
+        ``-0`` to the cell's own (exact for every value ``A`` holds), so nothing bypasses the
+        adder.  The addend and the one-hot selects of the partial sum are formed before the
+        ``generator`` register, so the loop starts at an AND-OR of four sources."""
+        first, fwd, bwd, wgrad = side["first"], side["fwd"], side["bwd"], side["wgrad"]
+        keep = wgrad & ~side["h_valid"]
+        left = side["drain"] | (first & fwd & ~keep)
+        below = first & bwd & ~keep
+        zero = first & wgrad & side["h_first"] & ~keep
+        sel = stage(m, {"bits": Mux(side["drain"] | keep, 0x80000000, bits), "left": left,
+                        "below": below, "own": ~(left | below | zero)}, cut, name="generator")
+        a = Signal(FP32_LAYOUT)
+        m.d.comb += a.eq((self.a_left.as_value() & sel["left"].replicate(32))
+                         | (self.a_below.as_value() & sel["below"].replicate(32))
+                         | (self.a.as_value() & sel["own"].replicate(32)))
+        m.d.comb += self.a_next.eq(interleaved_loop(m, self.a, a, sel["bits"],
+                                                    self.cfg.contexts, name="fp_add"))
         return m
 
 
@@ -208,6 +266,9 @@ class FMACArray(wiring.Component):
     right : Out(rows × fp32); top : Out(cols × fp32)
     error : Out(1)
         Sticky: a width above ``m_max``, dataflow code 3, a load outside the array.
+    slot, acc_slot : Out(range(contexts)), only with ``cfg.contexts > 1``
+        The context served in the cycle (its ``i.ready``; the cycle's vector, load, widths and
+        dataflow are its), and the one ``out_valid``, ``right`` and ``top`` show.
     """
 
     def __init__(self, cfg: FMACArrayConfig = FMACArrayConfig()):
@@ -220,11 +281,13 @@ class FMACArray(wiring.Component):
             "right": Out(data.ArrayLayout(FP32_LAYOUT, cfg.rows)),
             "top": Out(data.ArrayLayout(FP32_LAYOUT, cfg.cols)),
             "error": Out(1),
+            **slot_ports(cfg.contexts),
         })
 
     def elaborate(self, platform):
         cfg = self.cfg
         R, C = cfg.rows, cfg.cols
+        N = cfg.contexts
         kmax = cfg.m_max // 2
         m = Module()
 
@@ -237,6 +300,16 @@ class FMACArray(wiring.Component):
         pend = Signal(range(R + C))
         drain = Signal(range(C + 1))
         draining, boundary, first, take = Signal(), Signal(), Signal(), Signal()
+        state = {"cx": cx, "cy": cy, "pend": pend, "drain": drain}
+        if N == 1:
+            nxt, dom = state, "sync"
+        else:
+            # the served context's next state, into a ring of `N` registers per field
+            nxt, dom = {k: Signal(v.shape(), name=f"{k}_next") for k, v in state.items()}, "comb"
+            for k, v in state.items():
+                m.d.comb += nxt[k].eq(v)
+                ring(m, v, nxt[k], N, name=k)
+            slots(m, self.slot, self.acc_slot, N, cfg.pipeline + N - 1)
         m.d.comb += [
             draining.eq(drain != 0),
             boundary.eq(~draining & (cx >= kx - 1) & (cy >= ky - 1)),
@@ -245,19 +318,19 @@ class FMACArray(wiring.Component):
             take.eq(self.i.valid & self.i.ready),
         ]
         with m.If(draining):
-            m.d.sync += drain.eq(drain - 1)
+            m.d[dom] += nxt["drain"].eq(drain - 1)
         with m.Elif(boundary):
-            m.d.sync += [cx.eq(0), cy.eq(0)]
+            m.d[dom] += [nxt["cx"].eq(0), nxt["cy"].eq(0)]
             with m.If(pend != 0):
-                m.d.sync += pend.eq(pend - 1)
+                m.d[dom] += nxt["pend"].eq(pend - 1)
                 with m.If(pend == 1):
-                    m.d.sync += drain.eq(C)
+                    m.d[dom] += nxt["drain"].eq(C)
             with m.If(take & self.i.payload.last & wgrad):
-                m.d.sync += pend.eq(R + C - 1)
+                m.d[dom] += nxt["pend"].eq(R + C - 1)
         with m.Elif(cy >= ky - 1):
-            m.d.sync += [cy.eq(0), cx.eq(cx + 1)]
+            m.d[dom] += [nxt["cy"].eq(0), nxt["cx"].eq(cx + 1)]
         with m.Else():
-            m.d.sync += cy.eq(cy + 1)
+            m.d[dom] += nxt["cy"].eq(cy + 1)
 
         ld = self.ld.payload
         m.d.comb += self.ld.ready.eq(1)
@@ -274,16 +347,14 @@ class FMACArray(wiring.Component):
                          item.first.eq(take & p.first)]
             for s in range(r):
                 reg = Signal(moving_layout(cfg), name=f"skew_l{r}_{s}")
-                with m.If(boundary):
-                    m.d.sync += reg.eq(item)
+                hold(m, reg, item, boundary, N, name=f"skew_l{r}_{s}")
                 item = reg
             h_in.append(item)
         for c in range(C):
             item = p.bottom[c]
             for s in range(c):
                 reg = Signal(operand_layout(fmac_config(cfg)), name=f"skew_b{c}_{s}")
-                with m.If(boundary):
-                    m.d.sync += reg.eq(item)
+                hold(m, reg, item, boundary, N, name=f"skew_b{c}_{s}")
                 item = reg
             v_in.append(item)
 
@@ -312,32 +383,42 @@ class FMACArray(wiring.Component):
                     cell.a_below.eq(Const(0, 32) if r == 0 else cells[r - 1][c].a),
                 ]
 
-        # ---- output deskew and the valid line, in the partial-sum side's time
-        D = cfg.pipeline
+        # ---- output deskew and the valid line, in the time the partial sums leave the loop
+        # (the partial-sum side's at one context; the adder's `N - 1` stages later with more)
+        D = cfg.pipeline + N - 1
         acc_boundary = delay(m, boundary, D, name="acc_boundary")
         acc_vin = delay(m, take & ~wgrad, D, name="acc_vin")
         acc_draining = delay(m, draining, D, name="acc_draining")
         acc_first = delay(m, first, D, name="acc_first")
         vline = Signal(R + C)
-        with m.If(acc_boundary):
-            m.d.sync += vline.eq(Mux(acc_vin, 1, 0) | (vline << 1))
+        if N == 1:
+            with m.If(acc_boundary):
+                m.d.sync += vline.eq(Mux(acc_vin, 1, 0) | (vline << 1))
+        else:
+            hold(m, vline, Mux(acc_vin, 1, 0) | (vline << 1), acc_boundary, N, name="vline")
 
         def deskew(src, stages, name):
             regs = [Signal(FP32_LAYOUT, name=f"{name}_{s}") for s in range(stages)]
-            with m.If(acc_boundary):
-                m.d.sync += regs[0].eq(src)
-                for s in range(1, stages):
-                    m.d.sync += regs[s].eq(regs[s - 1])
+            if N == 1:
+                with m.If(acc_boundary):
+                    m.d.sync += regs[0].eq(src)
+                    for s in range(1, stages):
+                        m.d.sync += regs[s].eq(regs[s - 1])
+            else:
+                for s in range(stages):
+                    hold(m, regs[s], src if s == 0 else regs[s - 1], acc_boundary, N,
+                         name=f"{name}_{s}")
             return regs[-1]
 
         for r in range(R):
             q = deskew(cells[r][C - 1].a_next, R - r, f"right{r}")
-            m.d.comb += self.right[r].eq(Mux(acc_draining, cells[r][C - 1].a.as_value(),
-                                             q.as_value()))
+            # a drain shows `A` itself, from the partial-sum side's time
+            a = delay(m, cells[r][C - 1].a, N - 1, name=f"drain{r}")
+            m.d.comb += self.right[r].eq(Mux(acc_draining, a.as_value(), q.as_value()))
         for c in range(C):
             m.d.comb += self.top[c].eq(deskew(cells[R - 1][c].a_next, C - c, f"top{c}"))
         m.d.comb += self.out_valid.eq(acc_draining | (acc_first & vline[R + C - 1]))
         return m
 
 
-__all__ = ["FMACArray", "ArrayCell", "input_layout", "load_layout", "moving_layout"]
+__all__ = ["FMACArray", "ArrayCell", "hold", "input_layout", "load_layout", "moving_layout"]

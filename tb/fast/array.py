@@ -8,6 +8,12 @@ valid — the output vector must equal the model's in every cycle, so an output 
 early or late (the cells' ``pipeline`` stages, the deskew) fails.  The model's result must equal
 ``bfp_gemm`` bit for bit (T20; ``gemm_quantized`` on random BFP groups when the configuration's
 groups are not FAST's 16 elements).
+
+With ``contexts = C > 1`` every test runs ``C`` GEMMs at once, one per context: each is planned
+on its own one-context model (shapes drawn per context in the random GEMMs), the shorter plans
+are padded with idle cycles (which their models also take), the plans are interleaved
+(:func:`golden.fast.array.interleave`) and the array is checked every cycle against
+:class:`golden.fast.array.ArraySlots`, ``slot`` and ``acc_slot`` included.
 """
 
 import functools
@@ -25,7 +31,15 @@ from golden.fast.numerics import (
     quantize_operands,
     rounds,
 )
-from golden.fast.array import DATAFLOW_CODES, FMACArrayConfig, ArrayIn, ArraySim, array_gemm
+from golden.fast.array import (
+    DATAFLOW_CODES,
+    ArrayIn,
+    ArraySim,
+    FMACArrayConfig,
+    array_gemm,
+    array_sim,
+    interleave,
+)
 from hdl.fast.array import input_layout, load_layout
 
 from ..common import config_from_env, idle, reset, rng, start, test_size, uint
@@ -67,19 +81,25 @@ async def replay(dut, cfg, inputs, outputs, where: str) -> list[int]:
     """Drive ``inputs`` and compare every cycle with the model's ``outputs``; the cycles in
     which a vector was accepted."""
     accepted = []
+    lag = cfg.out_lag
     for t, (i, want) in enumerate(zip(inputs, outputs)):
         drive(dut, cfg, i)
         await ReadOnly()
         got = (uint(dut.i__ready), uint(dut.out_valid), uint(dut.error))
         exp = (int(want.in_ready), int(want.out_valid), int(want.error))
         assert got == exp, f"{where}: cycle {t}: ready/out_valid/error {got}, model {exp}"
+        if cfg.contexts > 1:
+            got, exp = (uint(dut.slot), uint(dut.acc_slot)), (want.slot, want.acc_slot)
+            assert got == exp, f"{where}: cycle {t}: slot/acc_slot {got}, model {exp}"
         if want.out_valid:
+            # the outputs are those of the step `lag` cycles back, in its dataflow
+            shown = inputs[t - lag].dataflow if t >= lag else i.dataflow
             for name, n in (("right", cfg.rows), ("top", cfg.cols)):
                 g = _words(getattr(dut, name), n)
                 w = [int(v) for v in getattr(want, name)]
-                if name == "top" and i.dataflow != "bwd_data":
+                if name == "top" and shown != "bwd_data":
                     continue
-                if name == "right" and i.dataflow == "bwd_data":
+                if name == "right" and shown == "bwd_data":
                     continue
                 assert g == w, (f"{where}: cycle {t}: {name} "
                                 f"{[hex(v) for v in g]}, model {[hex(v) for v in w]}")
@@ -118,17 +138,48 @@ def operands(gen, cfg, M, K, N, mx, my, dataflow):
     return xq, yq, gemm_quantized(xq, yq, dataflow, "paper", array=(cfg.rows, cfg.cols))
 
 
-async def gemm(dut, cfg, gen, M, K, N, mx, my, dataflow, gaps, where, sim=None):
-    """One random GEMM planned on the golden model and replayed on the array; its accept
-    cycles.  Without ``sim`` both start from reset; with it, both continue from the state the
-    earlier GEMMs left (``sim`` is the model that planned them)."""
-    xq, yq, want = operands(gen, cfg, M, K, N, mx, my, dataflow)
-    run = array_gemm(cfg, xq, yq, dataflow, gaps=gaps, seed=int(gen.integers(1 << 30)), sim=sim)
-    assert (run.out == want).all(), f"{where}: the array model differs from the GEMM model"
-    if sim is None:
+class Plans:
+    """The models of a run of GEMMs on the array: one one-context model per context (which
+    plans that context's GEMMs) and the model of the whole array (:func:`array_sim`)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.one = cfg.one_context() if cfg.contexts > 1 else cfg
+        self.sims = [ArraySim(self.one) for _ in range(cfg.contexts)]
+        self.array = array_sim(cfg)
+
+
+async def gemm(dut, cfg, gen, M, K, N, mx, my, dataflow, gaps, where, plans=None,
+               shapes=None):
+    """One random GEMM per context planned on the golden models and replayed on the array;
+    the accept cycles.  ``shapes`` gives each context's ``(M, K, N)`` (default: ``M, K, N``
+    for every one).  Without ``plans`` the models and the array start from reset; with it,
+    all continue from the state the earlier GEMMs left (``plans`` holds the models that
+    planned them)."""
+    C = cfg.contexts
+    fresh = plans is None
+    plans = plans or Plans(cfg)
+    shapes = shapes or [(M, K, N)] * C
+    runs = []
+    for k, (sim, (m_, k_, n_)) in enumerate(zip(plans.sims, shapes)):
+        xq, yq, want = operands(gen, plans.one, m_, k_, n_, mx, my, dataflow)
+        run = array_gemm(plans.one, xq, yq, dataflow, gaps=gaps,
+                         seed=int(gen.integers(1 << 30)), sim=sim)
+        assert (run.out == want).all(), \
+            f"{where}: context {k}: the array model differs from the GEMM model"
+        runs.append(run)
+    # the shorter plans idle until the longest ends (their models take those cycles too)
+    n = max(len(run.inputs) for run in runs)
+    for run, sim in zip(runs, plans.sims):
+        while len(run.inputs) < n:
+            run.inputs.append(ArrayIn(mx=mx, my=my, dataflow=dataflow))
+            run.outputs.append(sim.cycle(run.inputs[-1]))
+    inputs = interleave(cfg, [run.inputs for run in runs]) if C > 1 else runs[0].inputs
+    outputs = [plans.array.cycle(i) for i in inputs]
+    if fresh:
         idle(dut)
         await reset(dut)
-    return await replay(dut, cfg, run.inputs, run.outputs, where)
+    return await replay(dut, cfg, inputs, outputs, where)
 
 
 def widths(cfg, fast_only=True):
@@ -158,7 +209,8 @@ async def t20_every_dataflow_and_width(dut):
 @cocotb.test()
 async def steady_state_throughput(dut):
     """With no bubbles, the array takes one input vector every ``rounds(mx, my)`` cycles: one
-    group pair per cell per beat."""
+    group pair per cell per beat (every context one in its own cycles: one every
+    ``contexts × rounds(mx, my)``)."""
     cfg = config_from_env(FMACArrayConfig)
     await start(dut)
     gen = np.random.default_rng(rng("throughput").getrandbits(64))
@@ -168,8 +220,11 @@ async def steady_state_throughput(dut):
             out_w = cfg.cols if df == "bwd_data" else cfg.rows
             M, K, N = (cfg.rows, 16 * 8, cfg.cols) if df == "wgrad" else (8, 16 * tile, out_w)
             acc = await gemm(dut, cfg, gen, M, K, N, mx, my, df, 0.0, f"throughput {df}")
-            assert len(acc) == 8 and set(np.diff(acc)) == {rounds(mx, my)}, \
-                f"throughput {df} ({mx}, {my}): vectors accepted at cycles {acc}"
+            C = cfg.contexts
+            for k in range(C):
+                got = [t for t in acc if t % C == k]
+                assert len(got) == 8 and set(np.diff(got)) == {C * rounds(mx, my)}, \
+                    f"throughput {df} ({mx}, {my}): context {k}: vectors accepted at {got}"
 
 
 @cocotb.test()
@@ -180,15 +235,15 @@ async def random_gemms(dut):
     cfg = config_from_env(FMACArrayConfig)
     await start(dut)
     gen = np.random.default_rng(rng("random_gemms").getrandbits(64))
-    sim = ArraySim(cfg)
+    plans = Plans(cfg)
     order = ["fwd", "wgrad", "bwd_data", "wgrad"]
     for k in range(test_size()):
         df = order[k] if k < len(order) else list(DATAFLOW_CODES)[int(gen.integers(3))]
         mx, my = (int(gen.choice(widths(cfg, False))) for _ in range(2))
-        M, N = int(gen.integers(1, 5)), int(gen.integers(1, 6))
-        K = int(gen.integers(1, 16 * (cfg.rows + cfg.cols)))
-        await gemm(dut, cfg, gen, M, K, N, mx, my, df, float(gen.choice([0.0, 0.3, 0.7])),
-                   f"random GEMM {k} {df} ({mx}, {my}) {M}x{K}x{N}", sim=sim)
+        shapes = [(int(gen.integers(1, 5)), int(gen.integers(1, 16 * (cfg.rows + cfg.cols))),
+                   int(gen.integers(1, 6))) for _ in range(cfg.contexts)]
+        await gemm(dut, cfg, gen, *shapes[0], mx, my, df, float(gen.choice([0.0, 0.3, 0.7])),
+                   f"random GEMM {k} {df} ({mx}, {my}) {shapes}", plans=plans, shapes=shapes)
 
 
 @cocotb.test()
@@ -207,7 +262,7 @@ async def illegal_inputs_set_error(dut):
     for name, bad in cases:
         idle(dut)
         await reset(dut)
-        sim = ArraySim(cfg)
+        sim = array_sim(cfg)
         seq = [ok, bad, ok, ok]
         outs = [sim.cycle(i) for i in seq]
         assert [o.error for o in outs] == [False, False, True, True], name
