@@ -5,6 +5,9 @@
 #   make paper      every unit at its paper configuration, the papers' tables, tile power and
 #                   speedup on MiniLM, the term-encoder sweep and the 8 x 8 tiles; writes
 #                   docs/results.md (about 1 h 20 min on 2 cores)
+#   make timing     every pipelined unit at its paper configuration with the stages (and
+#                   contexts) that close its timing, 200 MHz (150 MHz for the 8 x 8 tiles);
+#                   writes docs/timing.md (about 30 minutes on 2 cores)
 #   make test       the whole test suite at standard effort: golden tests, every cocotb testbench
 #                   at its paper and test configurations, synthesis of every unit at a small
 #                   configuration, flow and CLI tests (under 10 minutes on 2 cores)
@@ -28,7 +31,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper test test-full bench training clean
+.PHONY: all setup debian demo paper timing test test-full bench training clean
 
 all: demo
 
@@ -63,6 +66,9 @@ demo: setup
 
 paper: setup
 	$(VENV)/bin/trainfab paper -j $(JOBS) --markdown docs/results.md
+
+timing: setup
+	$(VENV)/bin/trainfab timing -j $(JOBS) --markdown docs/timing.md
 
 # worksteal: idle workers take tests queued on busy ones (the testbench runs are long)
 PYTEST := $(PY) -m pytest -q -n $(JOBS) --dist worksteal

@@ -435,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     close.add_arguments(s, _config_args, _clock_ns)
     s.set_defaults(func=close.cmd)
 
+    from .eda import timing
+
+    s = sub.add_parser("timing", help=timing.HELP)
+    timing.add_arguments(s)
+    s.set_defaults(func=timing.cmd)
+
     from . import sweep
 
     s = sub.add_parser("sweep", help="area, timing or regressions of one unit over a grid of "

@@ -16,6 +16,9 @@ A family module (``flows/families/<family>.py``) may define:
     :class:`flows.report.Scaling` entries: area against a size measure, with a linear fit;
 ``OWN_CLOCKS``
     :class:`flows.report.OwnClock` entries: a design beside its baseline at each one's fmax;
+``TIMING``
+    :class:`flows.eda.timing.ClockTarget` entries: the configurations that close each
+    pipelined unit's timing (``trainfab timing``);
 ``ORDER``
     an integer placing the family in listings and reports (default 100; ties by module name).
 
@@ -32,7 +35,7 @@ from .. import FlowError
 
 #: what a family module may declare (each a sequence; a missing one is empty)
 DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES", "SCALINGS",
-                "OWN_CLOCKS")
+                "OWN_CLOCKS", "TIMING")
 
 
 def discover(package: str = __name__) -> list[ModuleType]:
@@ -79,6 +82,10 @@ def parts() -> list:
     return collect("PARTS")
 
 
+def clock_targets() -> list:
+    return collect("TIMING")
+
+
 def comparisons() -> list:
     return collect("COMPARISONS")
 
@@ -101,4 +108,4 @@ def own_clocks() -> list:
 
 __all__ = ["DECLARATIONS", "discover", "modules", "family_name", "collect", "units", "parts",
            "comparisons", "benches", "tensor_analyses", "scalings",
-           "own_clocks"]
+           "own_clocks", "clock_targets"]

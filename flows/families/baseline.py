@@ -7,6 +7,7 @@ The ratios against them are the papers' and live in the families that state them
 
 from ..registry import Unit
 from ..report import Part
+from ..eda.timing import ClockTarget
 
 ORDER = 20
 
@@ -84,4 +85,17 @@ PARTS = tuple(
          paper="— (not in the paper: the PE C-slowed)"),
 )
 
-__all__ = ["UNITS", "PARTS"]
+#: the configurations that close the baselines' timing (``trainfab timing``): 200 MHz for the
+#: PE and the MACs, 150 MHz for the 8 x 8 tile
+TIMING = (
+    ClockTarget(unit="baseline.bf16_pe", overrides={"contexts": 6, "pipeline": 3},
+                note="six interleaved dot products, five cuts inside the accumulation loop"),
+    ClockTarget(unit="baseline.bf16_tile", overrides={"contexts": 6, "pipeline": 3},
+                target_mhz=150.0, large=True,
+                note="six interleaved output tiles (the PEs' contexts)"),
+    ClockTarget(unit="baseline.mac16", overrides={"contexts": 5, "pipeline": 2},
+                note="five interleaved sums per lane, the FP32 adder's four stages inside "
+                     "the loop"),
+)
+
+__all__ = ["UNITS", "TIMING", "PARTS"]

@@ -13,6 +13,7 @@ after its input.
 """
 
 from ..registry import Unit
+from ..eda.timing import ClockTarget
 
 ORDER = 90
 
@@ -71,4 +72,11 @@ UNITS = (
          demo_config={"fmt": "bf16"}),
 )
 
-__all__ = ["UNITS"]
+#: the configurations that close the shared blocks' timing (``trainfab timing``)
+TIMING = (
+    ClockTarget(unit="common.round", note="the one-cycle block"),
+    ClockTarget(unit="common.fp_add", overrides={"pipeline": 2},
+                note="two register stages in the FP32 adder"),
+)
+
+__all__ = ["UNITS", "TIMING"]

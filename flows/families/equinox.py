@@ -10,6 +10,7 @@ from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison, Part, Scaling
 from ..studies.tensors import TensorAnalysis
+from ..eda.timing import ClockTarget
 
 ORDER = 50
 
@@ -215,5 +216,15 @@ BENCHES = (
 )
 
 
-__all__ = ["UNITS", "PARTS", "SCALINGS", "COMPARISONS", "TENSOR_ANALYSES", "BENCHES", "hbfp_stats", "hbfp_markdown", "bench_hbfp",
+#: the configurations that close the quantizer's timing (``trainfab timing``); the Equinox
+#: array keeps its single-cycle PE, as the thesis requires
+TIMING = (
+    ClockTarget(unit="equinox.quantizer", overrides={"pipeline": 2},
+                note="floor rounding (the paper's), two stages"),
+    ClockTarget(unit="equinox.quantizer", label="equinox.quantizer (stochastic)",
+                overrides={"rounding": "stoch", "pipeline": 3},
+                note="stochastic rounding, three stages"),
+)
+
+__all__ = ["UNITS", "TIMING", "PARTS", "SCALINGS", "COMPARISONS", "TENSOR_ANALYSES", "BENCHES", "hbfp_stats", "hbfp_markdown", "bench_hbfp",
            "hbfp_table"]

@@ -12,6 +12,7 @@ import time
 from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison, OwnClock, Part
+from ..eda.timing import ClockTarget
 
 ORDER = 40
 
@@ -176,4 +177,16 @@ BENCHES = (
           run=fast_table),
 )
 
-__all__ = ["UNITS", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "fmac_work", "bench_fast", "fast_table"]
+#: the configurations that close the FAST units' timing (``trainfab timing``)
+TIMING = (
+    ClockTarget(unit="fast.converter", overrides={"pipeline": 2},
+                note="two more stages in the converter"),
+    ClockTarget(unit="fast.fmac", overrides={"contexts": 5, "pipeline": 3},
+                note="five interleaved dot products, the FP32 adder's four stages inside the "
+                     "loop, three stages before it"),
+    ClockTarget(unit="fast.array", overrides={"contexts": 5, "pipeline": 3},
+                note="five interleaved GEMMs, each cell's FP32 adder with four stages inside "
+                     "its loop, three stages before it"),
+)
+
+__all__ = ["UNITS", "TIMING", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "fmac_work", "bench_fast", "fast_table"]

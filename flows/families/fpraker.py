@@ -13,6 +13,7 @@ from ..registry import Unit
 from ..report import Comparison, OwnClock, Part
 from ..studies import bdc
 from ..studies.tensors import TensorAnalysis
+from ..eda.timing import ClockTarget
 
 ORDER = 10
 
@@ -459,5 +460,15 @@ BENCHES = (
           "against exact sums (TV18 bound) and cycles per group", run=exp_mode_tables),
 )
 
-__all__ = ["UNITS", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "tile_work", "pe_work", "TABLE_III", "TILE_BLOCKS", "table_iii",
+#: the configurations that close (or come closest to) the FPRaker units' timing
+#: (``trainfab timing``): 200 MHz for the PE, 150 MHz for the 8 x 8 tile
+TIMING = (
+    ClockTarget(unit="fpraker.pe", overrides={"pipeline": 6},
+                note="the step cut six times, seven interleaved dot products"),
+    ClockTarget(unit="fpraker.tile", overrides={"pipeline": 1}, target_mhz=150.0, large=True,
+                note="the exponent blocks' outputs registered (the tile's maximum); the PE's "
+                     "step bounds the clock"),
+)
+
+__all__ = ["UNITS", "TIMING", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "tile_work", "pe_work", "TABLE_III", "TILE_BLOCKS", "table_iii",
            "variants", "bench_fpraker_pe", "pe_tables", "tile_tables", "exp_mode_tables"]

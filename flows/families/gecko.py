@@ -13,6 +13,7 @@ from ..bench import Bench
 from ..registry import Unit
 from ..report import Comparison
 from ..studies.tensors import TensorAnalysis
+from ..eda.timing import ClockTarget
 
 ORDER = 30
 
@@ -254,5 +255,11 @@ BENCHES = (
           run=gecko_table),
 )
 
-__all__ = ["UNITS", "COMPARISONS", "TENSOR_ANALYSES", "BENCHES", "gecko_stats",
+#: the configurations that close the Gecko units' timing (``trainfab timing``)
+TIMING = tuple(
+    ClockTarget(unit=f"gecko.{name}", overrides={"pipeline": 1}, note="one register stage")
+    for name in ("compressor", "decompressor", "loopback")
+)
+
+__all__ = ["UNITS", "TIMING", "COMPARISONS", "TENSOR_ANALYSES", "BENCHES", "gecko_stats",
            "stats_markdown", "bench_gecko", "gecko_table"]
