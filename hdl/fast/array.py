@@ -110,9 +110,9 @@ class ArrayCell(wiring.Component):
     Latency: the round of a cycle (from the operands, ``shx``/``shy``/``esub`` and the
     dataflow of that cycle) reaches ``A`` at the edge ``cfg.pipeline`` cycles later, with that
     cycle's ``first``, ``drain``, dataflow and ``H`` tags; ``a`` is in that delayed time.  With
-    ``contexts = C > 1`` every register is a ring of ``C`` and the sum leaves the adder's
-    ``C - 1`` stages as ``a_next`` (the value ``A``'s ring takes at the edge) ``C - 1`` cycles
-    after the partial-sum side reads ``a``.
+    ``contexts = C > 1`` ``S``, ``H`` and ``V`` are rings of ``C``, and the sum leaves the
+    adder's ``C - 1`` stages as ``a_next`` (the value ``A`` takes at the edge) ``C - 1``
+    cycles after the partial-sum side reads ``a``.
 
     Ports
     -----
@@ -391,11 +391,7 @@ class FMACArray(wiring.Component):
         acc_draining = delay(m, draining, D, name="acc_draining")
         acc_first = delay(m, first, D, name="acc_first")
         vline = Signal(R + C)
-        if N == 1:
-            with m.If(acc_boundary):
-                m.d.sync += vline.eq(Mux(acc_vin, 1, 0) | (vline << 1))
-        else:
-            hold(m, vline, Mux(acc_vin, 1, 0) | (vline << 1), acc_boundary, N, name="vline")
+        hold(m, vline, Mux(acc_vin, 1, 0) | (vline << 1), acc_boundary, N, name="vline")
 
         def deskew(src, stages, name):
             regs = [Signal(FP32_LAYOUT, name=f"{name}_{s}") for s in range(stages)]
