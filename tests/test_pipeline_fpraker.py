@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The FPRaker PE's interleaved dot products (``PEConfig.pipeline``): the cycle model
 :class:`golden.fpraker.pe.PESlots` against the one-context model, the cut table and the
 tile's own ``pipeline`` (the range is checked with every pipelined unit's).

@@ -14,7 +14,7 @@ Three pieces, so that a unit states *where* its stages go and never re-derives *
   every combinational path through the stream in both directions, and it still moves one
   transfer per cycle while the consumer is ready.  Nothing is lost, duplicated or reordered
   whatever the producer's idle cycles and the consumer's back-pressure.
-* :func:`ring`, :func:`slot_ports` and :func:`slots` — C-slow retiming: a state register held
+* :func:`ring`, :func:`state_rings`, :func:`slot_ports` and :func:`slots` — C-slow retiming: a state register held
   once per interleaved context, in a ring whose head is the context served in the cycle, and
   the ports and counters that name the contexts (the served one, and the one a loop
   ``pipeline`` stages behind shows).
@@ -86,6 +86,21 @@ def ring(m, cur, nxt, contexts: int, *, name: str) -> None:
     m.d.sync += regs[-1].eq(nxt)
     for k in range(contexts - 1):
         m.d.sync += regs[k].eq(regs[k + 1])
+
+
+def state_rings(m, state: dict, contexts: int):
+    """A unit's state registers (``state``: name → signal) held once per interleaved context:
+    the signals its logic assigns the next state to, and the domain to assign them in.  With
+    one context these are the registers themselves, in ``sync``.  With more, they are ``comb``
+    signals ``<name>_next`` that default to the head (an unassigned register holds the served
+    context's state) and enter each register's :func:`ring`."""
+    if contexts == 1:
+        return state, "sync"
+    nxt = {k: Signal(v.shape(), name=f"{k}_next") for k, v in state.items()}
+    for k, v in state.items():
+        m.d.comb += nxt[k].eq(v)
+        ring(m, v, nxt[k], contexts, name=k)
+    return nxt, "comb"
 
 
 def slot_ports(contexts: int) -> dict:
@@ -196,4 +211,5 @@ class StreamSlice(wiring.Component):
         return m
 
 
-__all__ = ["delay", "stage", "ring", "slot_ports", "slots", "DelayLine", "StreamSlice"]
+__all__ = ["delay", "stage", "ring", "state_rings", "slot_ports", "slots", "DelayLine",
+           "StreamSlice"]

@@ -62,7 +62,7 @@ from golden.fast.array import FMACArrayConfig
 
 from ..common.formats import layout
 from ..common.fp_add import FPAdder, interleaved_loop
-from ..common.pipeline import delay, ring, slot_ports, slots, stage
+from ..common.pipeline import delay, ring, slot_ports, slots, stage, state_rings
 from ..common.rounding import Round
 from .fmac import CUTS, ChunkProducts, chunk_count, fp_gen_config, operand_layout
 
@@ -301,14 +301,9 @@ class FMACArray(wiring.Component):
         drain = Signal(range(C + 1))
         draining, boundary, first, take = Signal(), Signal(), Signal(), Signal()
         state = {"cx": cx, "cy": cy, "pend": pend, "drain": drain}
-        if N == 1:
-            nxt, dom = state, "sync"
-        else:
-            # the served context's next state, into a ring of `N` registers per field
-            nxt, dom = {k: Signal(v.shape(), name=f"{k}_next") for k, v in state.items()}, "comb"
-            for k, v in state.items():
-                m.d.comb += nxt[k].eq(v)
-                ring(m, v, nxt[k], N, name=k)
+        # the registers themselves, or the served context's next state into rings of `N`
+        nxt, dom = state_rings(m, state, N)
+        if N > 1:
             slots(m, self.slot, self.acc_slot, N, cfg.pipeline + N - 1)
         m.d.comb += [
             draining.eq(drain != 0),

@@ -59,7 +59,7 @@ from golden.fast.numerics import FMACConfig
 from ..common.arith import AdderTree
 from ..common.formats import layout
 from ..common.fp_add import FPAdder, interleaved_sum
-from ..common.pipeline import ring, slot_ports, slots, stage
+from ..common.pipeline import slot_ports, slots, stage, state_rings
 from ..common.rounding import Round
 
 #: cut points of each pipeline depth (see the module docstring)
@@ -204,15 +204,9 @@ class FMAC(wiring.Component):
         take = Signal()
         state = {"x": x, "y": y, "kx": kx, "ky": ky, "cx": cx, "cy": cy, "fresh": fresh,
                  "busy": self.busy}
-        if C == 1:
-            # the registers themselves
-            nxt, dom = state, "sync"
-        else:
-            # the served context's next state, into a ring of `C` registers per field
-            nxt, dom = {k: Signal(v.shape(), name=f"{k}_next") for k, v in state.items()}, "comb"
-            for k, v in state.items():
-                m.d.comb += nxt[k].eq(v)
-                ring(m, v, nxt[k], C, name=k)
+        # the registers themselves, or the served context's next state into rings of `C`
+        nxt, dom = state_rings(m, state, C)
+        if C > 1:
             slots(m, self.slot, self.acc_slot, C, cfg.pipeline)
         m.d.comb += [self.grp.ready.eq(~self.busy | self.last),
                      take.eq(self.grp.valid & self.grp.ready)]
