@@ -58,6 +58,9 @@ class Unit:
     synth_overrides: dict = field(default_factory=dict)
     #: instance paths ``trainfab area --breakdown`` reports as blocks (default: the top's children)
     breakdown: tuple[str, ...] = ()
+    #: ``module:function`` giving the breakdown paths of a configuration, for a unit whose
+    #: blocks depend on it (default: :attr:`breakdown` for every configuration)
+    breakdown_by: str = ""
     #: the paper's own figure for this unit, shown beside ours in reports
     paper: str = ""
     #: configuration fields that are run-time inputs of the hardware (ports), used only as the
@@ -92,6 +95,13 @@ class Unit:
         from golden import config_dict
 
         return {k: v for k, v in config_dict(cfg).items() if k not in self.runtime_fields}
+
+    def breakdown_paths(self, cfg) -> tuple[str, ...]:
+        """The instance paths ``area --breakdown`` reports for ``cfg`` (:attr:`breakdown_by`
+        of the configuration, else :attr:`breakdown`; empty: the top's children)."""
+        if self.breakdown_by:
+            return tuple(resolve(self.breakdown_by)(cfg))
+        return self.breakdown
 
     @property
     def family(self) -> str:

@@ -171,3 +171,21 @@ def test_pattern_blocks_are_summed_per_label():
         {"block": "pe*.lanes", "area_um2": 4.0, "cells": 5, "flip_flops": 0, "instances": 2},
         {"block": "pe* (rest)", "area_um2": 4.0, "cells": 5, "flip_flops": 7, "instances": 1},
         {"block": "(top)", "area_um2": 1.0, "cells": 1, "flip_flops": 1, "instances": 1}]
+
+
+@pytest.mark.parametrize("pipeline, blocks", [
+    (0, ("encoder", "core.operands", "core.exponent", "core.lanes", "core.accumulator")),
+    (3, ("lanes", "accumulator")),
+])
+def test_the_fpraker_pe_blocks_follow_its_configuration(pipeline, blocks):
+    """The one-context PE reports its encoder and its core's blocks, the interleaved PE (no
+    core: its encoder lanes and control are rings at its top) its lanes and accumulator; each
+    path is an instance of that configuration's design."""
+    from flows.eda.generate import convert
+    from flows.eda.synth import check_breakdown_paths
+
+    unit = registry.get("fpraker.pe")
+    cfg = unit.make_config(None, lanes=2, int_bits=4, pipeline=pipeline)
+    assert unit.breakdown_paths(cfg) == blocks
+    text, _ = convert(unit, cfg)
+    assert check_breakdown_paths(unit, text, cfg) == blocks

@@ -414,7 +414,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     lib = find_liberty(liberty).resolve()
     final = check_output(outdir or build_dir() / "area" / unit.name)
     text, fields = convert(unit, cfg, factory)
-    paths = check_breakdown_paths(unit, text) if breakdown else None
+    paths = check_breakdown_paths(unit, text, cfg) if breakdown else None
     stale = set(_area_files(unit.top)) | _previous_files(final)
     timings = _timings()
     key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
@@ -491,7 +491,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False,
                                share=unit.synth_share, phases=phases if progress else None)
             total, blocks = _breakdown(unit.top, hier, paths)
-            if any(_is_pattern(p) for p in unit.breakdown):
+            if any(_is_pattern(p) for p in unit.breakdown_paths(cfg)):
                 blocks = group_blocks(blocks)
             report.update({"hierarchical_area_um2": total,
                            "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)}
@@ -546,11 +546,12 @@ def group_blocks(blocks: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def check_breakdown_paths(unit: Unit, verilog_text: str) -> tuple[str, ...] | None:
-    """The unit's breakdown paths (``None``: the top's children), each checked to be an instance
-    of the design and none inside another; :class:`FlowError` naming the first that is not.
-    Glob patterns (``pe*.lanes``) expand to every matching instance."""
-    paths = unit.breakdown or None
+def check_breakdown_paths(unit: Unit, verilog_text: str, cfg=None) -> tuple[str, ...] | None:
+    """The unit's breakdown paths for ``cfg`` (:meth:`~flows.registry.Unit.breakdown_paths`;
+    ``None``: the top's children), each checked to be an instance of the design and none inside
+    another; :class:`FlowError` naming the first that is not.  Glob patterns (``pe*.lanes``)
+    expand to every matching instance."""
+    paths = (unit.breakdown_paths(cfg) if cfg is not None else unit.breakdown) or None
     if paths is None:
         return None
     prefix = unit.top + "."

@@ -41,8 +41,7 @@ UNITS = (
          synth_overrides={"lanes": 2},
          # beside the bit-parallel PE at the same 2 lanes (baseline.bf16_pe)
          demo_config={"lanes": 2},
-         breakdown=("encoder", "core.operands", "core.exponent", "core.lanes",
-                    "core.accumulator")),
+         breakdown_by="flows.families.fpraker:pe_blocks"),
     Unit(name="fpraker.tile",
          summary="FPRaker tile: rows x cols term-serial PEs (group exponent mode), one term "
                  "encoder per column, one exponent block per 2 PEs, B buffers, stream inputs",
@@ -460,6 +459,16 @@ BENCHES = (
           "against exact sums (TV18 bound) and cycles per group", run=exp_mode_tables),
 )
 
+def pe_blocks(cfg) -> tuple[str, ...]:
+    """The FPRaker PE's blocks for ``area --breakdown``: the encoder and the core's operand
+    registers, exponent path, lanes and accumulator; the interleaved PE (``pipeline > 0``)
+    holds its encoder lanes and control in rings at its top, beside the lanes and the
+    accumulator."""
+    if cfg.pipeline:
+        return ("lanes", "accumulator")
+    return ("encoder", "core.operands", "core.exponent", "core.lanes", "core.accumulator")
+
+
 #: the configurations that close (or come closest to) the FPRaker units' timing
 #: (``trainfab timing``): 200 MHz for the PE, 150 MHz for the 8 x 8 tile
 TIMING = (
@@ -470,5 +479,5 @@ TIMING = (
                      "step bounds the clock"),
 )
 
-__all__ = ["UNITS", "TIMING", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "tile_work", "pe_work", "TABLE_III", "TILE_BLOCKS", "table_iii",
+__all__ = ["UNITS", "TIMING", "PARTS", "pe_blocks", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "tile_work", "pe_work", "TABLE_III", "TILE_BLOCKS", "table_iii",
            "variants", "bench_fpraker_pe", "pe_tables", "tile_tables", "exp_mode_tables"]
