@@ -102,9 +102,10 @@ def row(target: ClockTarget, report: dict) -> dict:
 
 
 def timing(chosen: list[ClockTarget], *, liberty: str = "osu018", jobs: int = 1,
-           outdir: Path | None = None, echo=print) -> dict:
+           outdir: Path | None = None, echo=print, command: str = "trainfab timing") -> dict:
     """Synthesize every target (``jobs`` at a time, the large ones first); the rows in the
-    targets' order and the output folder.  Writes ``timing.json`` and ``timing.md`` there."""
+    targets' order and the output folder.  Writes ``timing.json`` and ``timing.md`` there
+    (the page stamped with ``command``)."""
     out = Path(outdir) if outdir else build_dir() / "timing"
     out.mkdir(parents=True, exist_ok=True)
     order = sorted(range(len(chosen)), key=lambda k: not chosen[k].large)
@@ -136,7 +137,7 @@ def timing(chosen: list[ClockTarget], *, liberty: str = "osu018", jobs: int = 1,
     rows = [row(chosen[k], reports[k]) for k in range(len(chosen))]
     result = {"liberty": liberty, "max_fanout": MAX_FANOUT, "rows": rows, "outdir": str(out)}
     (out / "timing.json").write_text(json.dumps(result, indent=1))
-    (out / "timing.md").write_text(markdown(result))
+    (out / "timing.md").write_text(markdown(result, command))
     return result
 
 
@@ -163,7 +164,7 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def markdown(result: dict, command: str = "make timing") -> str:
+def markdown(result: dict, command: str = "trainfab timing") -> str:
     """The table as the generated page ``docs/timing.md``, stamped with the command, the commit,
     the date, the machine and the tools' versions."""
     from .tools import commit, machine, versions
@@ -218,12 +219,12 @@ def cmd(args) -> int:
     chosen = targets(args.units)
     if args.markdown:
         check_markdown_path(args.markdown)
+    command = "trainfab timing" + (f" --markdown {args.markdown}" if args.markdown else "")
     r = timing(chosen, liberty=args.liberty, jobs=args.jobs,
-               outdir=Path(args.output) if args.output else None)
+               outdir=Path(args.output) if args.output else None, command=command)
     print(table(r["rows"]))
     if args.markdown:
-        Path(args.markdown).write_text(markdown(r, "trainfab timing --markdown "
-                                                   + args.markdown))
+        Path(args.markdown).write_text((Path(r["outdir"]) / "timing.md").read_text())
     out = Path(r["outdir"])
     print(f"written: {out}/timing.md, {out}/timing.json"
           + (f", {args.markdown}" if args.markdown else ""))
