@@ -89,6 +89,15 @@ class Unit:
     #: family has at least one unit in it; a family's baseline is measured at the same size, so
     #: that the ratio between them is meaningful)
     demo_config: dict | None = None
+    #: a configuration field naming the unit's interleaved contexts when its RTL is the C-slow
+    #: transformation of the one-context design (:func:`hdl.common.cslow.c_slow`): synthesis
+    #: retimes the configurations where it is above 1 (:meth:`retimes`), which place the
+    #: extra registers nowhere themselves
+    cslow_field: str = ""
+
+    def retimes(self, cfg) -> bool:
+        """Whether synthesis retimes ``cfg`` (:attr:`cslow_field` above 1)."""
+        return bool(self.cslow_field) and getattr(cfg, self.cslow_field) > 1
 
     def hardware_config(self, cfg) -> dict:
         """The configuration fields that shape the hardware (all but :attr:`runtime_fields`)."""

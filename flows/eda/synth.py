@@ -81,6 +81,111 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
     ])
 
 
+#: random cycles of the co-simulation that checks a retimed netlist (:mod:`flows.eda.cosim`)
+RETIME_CHECK_CYCLES = 300
+
+#: ABC's retiming of a flattened design (:func:`retime_scripts`): minimum-delay retiming,
+#: forward and backward (``retime -M 4``), on the and-inverter graph
+ABC_RETIME = "read {aig}; strash; retime -M 4; strash; &get; &w {out}"
+
+
+def retime_scripts(top: str, source: Path, lib: Path, netlist: Path, generic_json: Path,
+                   mapped_json: Path, clock_ns: float = 10.0, share: bool = True) -> tuple:
+    """The retiming recipe, in three steps: a yosys script to the and-inverter graph
+    (``synth -flatten``, plain D flip-flops, ``aigmap``, ``write_aiger``), ABC's
+    :data:`ABC_RETIME` on it, and a yosys script from the retimed graph to the liberty (the
+    ports' names restored from the first step's symbol map, whose flip-flop entries are
+    dropped: retiming makes new ones) that ends as :func:`yosys_script` does.  The flip-flops
+    have no names afterwards (``_1234_``).  Returns ``(before, abc, after)``."""
+    before = "\n".join([
+        f"read_verilog {source}",
+        f"synth -flatten {'' if share else '-noshare '}-top {top}",
+        "dfflegalize -cell $_DFF_P_ 01",
+        "aigmap",
+        "opt_clean",
+        f"write_aiger -zinit -map {top}.aig.map {top}.aig",
+        "",
+    ])
+    abc = ABC_RETIME.format(aig=f"{top}.aig", out=f"{top}.retimed.aig")
+    after = "\n".join([
+        f"read_aiger -wideports -module_name {top} -clk_name clk -map {top}.ports.map "
+        f"{top}.retimed.aig",
+        f"hierarchy -top {top}",
+        # an output the symbol map left unnamed (a second bit of a net, restored by name below)
+        "delete -output o:$*",
+        "simplemap",
+        "opt_clean",
+        "dfflegalize -cell $_DFF_P_ 01",
+        f"tee -q -o {generic_json} stat -json -tech cmos",
+        f"dfflibmap -liberty {lib}",
+        f"abc -D {round(clock_ns * 1000)} -liberty {lib} -script {ABC_SCRIPT}",
+        "splitnets",
+        "rename -hide w:*.*",
+        "opt_clean -purge",
+        f"tee -q -o {mapped_json} stat -json -liberty {lib}",
+        f"stat -liberty {lib}",
+        f"write_verilog -noattr -noexpr -simple-lhs {netlist}",
+        "",
+    ])
+    return before, abc, after
+
+
+def aiger_body(data: bytes) -> bytes:
+    """An AIGER file (binary ``aig``) cut after its and-gates: without the symbol table,
+    comments and the extension sections ABC's ``&w`` appends, which yosys' reader rejects."""
+    end = data.index(b"\n")
+    header = data[:end].split()
+    if len(header) < 6 or header[0] != b"aig":
+        raise FlowError(f"ABC wrote no binary AIGER file (header {data[:40]!r})")
+    _m, _i, latches, outputs, ands = map(int, header[1:6])
+    pos = end + 1
+    for _ in range(latches + outputs):
+        pos = data.index(b"\n", pos) + 1
+    for _ in range(2 * ands):
+        while data[pos] & 0x80:
+            pos += 1
+        pos += 1
+    return b" ".join(header[:6]) + b"\n" + data[end + 1:pos]
+
+
+def port_symbols(symbol_map: str) -> tuple[str, list[str]]:
+    """yosys' AIGER symbol map reduced to the ports (``input`` and ``output`` lines), and the
+    yosys commands that restore the output bits it merged.
+
+    ``write_aiger`` names output bits driven by one net with one output's index, and leaves
+    another output unnamed (the recipe drops it as a port); ``read_aiger`` keeps one name.  The map keeps each output's first name, and
+    every other bit gets ``connect -set name[bit] first[bit]`` (after ``add -output`` for a
+    port none of whose bits was kept)."""
+    kept, first, aliases, widths = [], {}, [], {}
+    for line in symbol_map.splitlines():
+        parts = line.split(" ", 3)
+        if parts[0] not in ("input", "output") or len(parts) != 4:
+            continue
+        kind, index, bit, name = parts
+        if kind == "output":
+            widths[name] = max(widths.get(name, 0), int(bit) + 1)
+            if index in first:
+                aliases.append((name, int(bit), *first[index]))
+                continue
+            first[index] = (name, int(bit))
+        kept.append(line + "\n")
+    primary = {}
+    for line in kept:
+        kind, _index, bit, name = line.split(" ", 3)
+        name = name.rstrip("\n")
+        primary[name] = max(primary.get(name, 0), int(bit) + 1)
+    commands = []
+    for name in sorted({a[0] for a in aliases} - set(primary)):
+        commands.append(f"add -output {name} {widths[name]}")
+    for name, bit, other, other_bit in aliases:
+        if name in primary and bit >= primary[name]:
+            raise FlowError(f"retiming: output {name}[{bit}] is the same net as {other}"
+                            f"[{other_bit}] and lies beyond {name}'s other bits; yosys' AIGER "
+                            "reader cannot restore it")
+        commands.append(f"connect -set {name}[{bit}] {other}[{other_bit}]")
+    return "".join(kept), commands
+
+
 #: two-input NAND cells that define a gate equivalent, by library naming convention
 NAND2_CELLS = ("NAND2X1", "NAND2_X1")
 
@@ -287,6 +392,43 @@ def _timings():
         return None
 
 
+def _retime(yosys: str, top: str, source: str, lib: Path, outdir: Path, clock_ns: float,
+            share: bool = True, phases=None) -> dict:
+    """:func:`_synthesize` with :func:`retime_scripts` (files ``synth_aig.ys``,
+    ``retime.abc``, ``synth.ys`` and their logs)."""
+    netlist = f"{top}.mapped.v"
+    before, abc, after = retime_scripts(top, source, lib, netlist, "stat_generic.json",
+                                        "stat_mapped.json", clock_ns, share)
+    (outdir / "synth_aig.ys").write_text(before)
+    (outdir / "retime.abc").write_text(abc + "\n")
+    (outdir / "synth.ys").write_text(after)
+    t0 = time.monotonic()
+    if phases is not None:
+        phases.start("yosys synth to an and-inverter graph")
+    _run([yosys, "-q", "-l", "yosys_aig.log", "-s", "synth_aig.ys"], outdir / "yosys_aig.out",
+         "yosys")
+    symbols, restore = port_symbols((outdir / f"{top}.aig.map").read_text())
+    (outdir / f"{top}.ports.map").write_text(symbols)
+    if restore:
+        anchor = "delete -output o:$*\n"
+        after = after.replace(anchor, anchor + "\n".join(restore) + "\n", 1)
+        (outdir / "synth.ys").write_text(after)
+    if phases is not None:
+        phases.start("ABC retiming")
+    _run([require("berkeley-abc"), "-f", "retime.abc"], outdir / "retime.log", "ABC retiming")
+    retimed = outdir / f"{top}.retimed.aig"
+    retimed.write_bytes(aiger_body(retimed.read_bytes()))
+    if phases is not None:
+        phases.start("yosys mapping of the retimed graph")
+    _run([yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], outdir / "yosys.out", "yosys")
+    return {"script": "\n".join([before, f"# berkeley-abc -f retime.abc: {abc}", "", after]),
+            "log": (outdir / "yosys.log").read_text(), "log_path": outdir / "yosys.log",
+            "netlist": netlist,
+            "generic": _stat_json(outdir / "stat_generic.json", "yosys.log"),
+            "mapped": _stat_json(outdir / "stat_mapped.json", "yosys.log"),
+            "seconds": time.monotonic() - t0}
+
+
 def _synthesize(yosys: str, top: str, source: str, lib: Path, outdir: Path, clock_ns: float,
                 flatten: bool = True, share: bool = True, phases=None) -> dict:
     """Run the yosys recipe on ``source`` (a file name in ``outdir``) inside ``outdir``:
@@ -361,7 +503,10 @@ def _area_files(top: str) -> tuple[str, ...]:
             "synth.ys", "synth_hier.ys",
             "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
             "stat_mapped.json", "stat_generic_hier.json", "stat_mapped_hier.json", "timing.tcl",
-            "timing.log", ".history_sta", "area.json", "area.md")
+            "timing.log", ".history_sta", "area.json", "area.md",
+            # the retiming recipe's (retime_scripts)
+            "synth_aig.ys", "yosys_aig.log", "yosys_aig.out", "retime.abc", "retime.log",
+            f"{top}.aig", f"{top}.aig.map", f"{top}.ports.map", f"{top}.retimed.aig")
 
 
 def _previous_files(outdir: Path) -> set[str]:
@@ -377,11 +522,20 @@ def _previous_files(outdir: Path) -> set[str]:
 
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
          outdir: Path | None = None, factory=None, breakdown: bool = False,
-         progress: bool = True, max_fanout: int | None = None) -> dict:
+         progress: bool = True, max_fanout: int | None = None,
+         retime: bool | None = None) -> dict:
     """Synthesize ``unit`` at ``cfg`` and time it; write ``area.json``/``area.md``; return the report.
 
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
     ``breakdown`` (area, cells and flip-flops per block; see the module docstring).
+
+    With ``retime`` (default: :meth:`~flows.registry.Unit.retimes`, the C-slow configurations
+    of a unit that has them), the flattened synthesis goes through ABC's retiming
+    (:func:`retime_scripts`): its registers move into its logic, the clock gets faster and the
+    flip-flops lose their names; ``retimed`` in the report says so.  The retimed netlist is
+    co-simulated against the Verilog on :data:`RETIME_CHECK_CYCLES` random cycles
+    (:func:`flows.eda.cosim.cosim`, ``retime_check`` in the report); a difference is a
+    :class:`FlowError`.  The breakdown is not retimed.
 
     The tools run in a private folder whose files move into ``outdir`` (default
     ``build/area/<unit>``) only when everything succeeded (:func:`flows.runs.staged`):
@@ -415,26 +569,46 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     final = check_output(outdir or build_dir() / "area" / unit.name)
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text, cfg) if breakdown else None
+    if retime is None:
+        retime = unit.retimes(cfg)
     stale = set(_area_files(unit.top)) | _previous_files(final)
     timings = _timings()
     key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
                       "liberty": str(lib), "breakdown": breakdown,
                       "component": getattr(factory, "__qualname__", None),
-                      **({"max_fanout": max_fanout} if max_fanout is not None else {})})
+                      **({"max_fanout": max_fanout} if max_fanout is not None else {}),
+                      **({"retime": True} if retime else {})})
     estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
     phases = Phases(unit.name, estimate=estimate, enabled=progress)
     started = time.monotonic()
     with phases, staged(final, stale=stale, last=("area.md", "area.json")) as work:
         source = f"{unit.top}.v"
         (work / source).write_text(text)
-        flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share,
+        if retime:
+            flat = _retime(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share,
                            phases=phases if progress else None)
+        else:
+            flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns,
+                               share=unit.synth_share, phases=phases if progress else None)
         chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
         if not chip:
             raise FlowError("yosys printed no chip area")
         generic = next(iter(flat["generic"]["modules"].values()))
         mapped = next(iter(flat["mapped"]["modules"].values()))
         has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
+        check = None
+        if retime:
+            # retimed registers match none of the design's: the netlist is checked by
+            # co-simulation against the Verilog instead
+            from .cosim import cosim
+
+            phases.start("co-simulation of the retimed netlist")
+            check = cosim(text, (work / flat["netlist"]).read_text(), unit.top, lib,
+                          cycles=RETIME_CHECK_CYCLES, workdir=work)
+            if check["mismatches"]:
+                raise FlowError(f"the retimed netlist differs from the design in "
+                                f"{check['mismatches']} outputs over {check['cycles']} random "
+                                f"cycles (first: {'; '.join(check['first'][:3])})")
         buffering = None
         if max_fanout is not None:
             from .fanout import buffer_fanout
@@ -482,6 +656,9 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             "sta_script": sta_tcl,
             "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
         }
+        if retime:
+            report["retimed"] = True
+            report["retime_check"] = {k: check[k] for k in ("cycles", "mismatches", "changes")}
         if buffering is not None:
             report["fanout_buffers"] = {**buffering, "max_fanout": max_fanout}
             report["area_um2_as_mapped"] = float(chip[-1])
@@ -693,6 +870,15 @@ def _fanout_line(r: dict) -> str:
             f"{r['area_um2_as_mapped']:.1f} µm²) |\n")
 
 
+def _retime_line(r: dict) -> str:
+    if not r.get("retimed"):
+        return ""
+    c = r["retime_check"]
+    return (f"\nRetimed (ABC `retime -M 4` on the and-inverter graph; the flip-flops have no "
+            f"names): co-simulated against the Verilog on {c['cycles']} random cycles, "
+            f"{c['mismatches']} mismatches ({c['changes']} output changes).\n")
+
+
 def markdown(r: dict) -> str:
     cfg = ", ".join(f"{k}={v}" for k, v in r["config"].items())
     if r.get("runtime_fields"):
@@ -717,7 +903,7 @@ Configuration: {cfg}
 | critical path | {path} ({r.get('startpoint')} → {r.get('endpoint')}) |
 | fmax | {fmax} |
 | clock constraint | {r['clock_ns']} ns |
-{_fanout_line(r)}
+{_fanout_line(r)}{_retime_line(r)}
 {breakdown + chr(10) if breakdown else ""}Liberty: `{r['liberty']}`
 
 | tool | version |

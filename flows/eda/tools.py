@@ -11,7 +11,8 @@ from pathlib import Path
 from .. import FlowError
 
 #: Debian package providing each system tool
-DEBIAN_PACKAGES = {"iverilog": "iverilog", "yosys": "yosys", "sta": "opensta"}
+DEBIAN_PACKAGES = {"iverilog": "iverilog", "yosys": "yosys", "sta": "opensta",
+                   "vvp": "iverilog", "berkeley-abc": "berkeley-abc"}
 #: the default liberty: OSU 0.18 µm standard cells from Debian's qflow-tech-osu018
 OSU018 = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
 LIBERTIES = {"osu018": (OSU018, "qflow-tech-osu018")}

@@ -65,6 +65,7 @@ UNITS = (
          paper_test_effort="full",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),
          breakdown_table="flows.families.fpraker:table_iii", synth_share=False,
+         cslow_field="contexts",
          demo_overrides={"rows": 4, "cols": 4},
          paper="317,068 µm² at 65 nm: PE array 304,118 + term encoders 12,950 (Table III)"),
     Unit(name="fpraker.bdc_encoder",

@@ -98,6 +98,8 @@ STALL_CAUSES = ("inter_column", "exponent_block", "column_wait", "shift_range", 
 SYNCS = ("lockstep", "independent")
 #: most register stages after the exponent block (``TileConfig.pipeline``)
 MAX_PIPELINE = 1
+#: most interleaved contexts of the C-slow tile (``TileConfig.contexts``)
+MAX_CONTEXTS = 8
 #: per-(column, group) lane-cycle counters of the column simulation
 _COUNTERS = ("useful", "exponent_block", "column_wait", "shift_range", "lock_step", "no_term")
 
@@ -149,8 +151,8 @@ def pe_tile_base(pe_cls, *layout, **defaults):
 @dataclass(frozen=True)
 class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lanes",
                               ("share_exp", bool, True), ("b_buffers", int, 1),
-                              ("sync", str, "lockstep"), ("pipeline", int, 0), "exp_mode",
-                              exp_mode="group")):
+                              ("sync", str, "lockstep"), ("pipeline", int, 0),
+                              ("contexts", int, 1), "exp_mode", exp_mode="group")):
     """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
 
     ``rows``: PE rows (B operands, one per row; paper: 8).  ``cols``: PE columns (A operands,
@@ -162,7 +164,10 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
     broadcasts each lane's term mask and every PE selects its own terms, exactly as the
     standalone PE; the PEs meet at group boundaries).  ``pipeline``: register stages after the
     exponent block, 0 or 1 (1 needs ``exp_mode = "group"``; module docstring): one more cycle
-    per group, the same results.  The other fields are
+    per group, the same results.  ``contexts``: independent GEMMs the tile holds in rotation
+    (1 to :data:`MAX_CONTEXTS`; the RTL's C-slow version, :mod:`hdl.fpraker.tile`): cycle ``t``
+    serves GEMM ``t mod contexts``, and each GEMM sees the one-context tile's cycles, so every
+    model here describes one context.  The other fields are
     :class:`PEConfig`'s, with its defaults and validation, except ``exp_mode``, ``"group"`` by
     default (the paper's once-per-group exponent block); :attr:`pe` is that PE configuration.
     """
@@ -174,6 +179,7 @@ class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lan
         check_int(self, "b_buffers", 0, 8)
         check_choice(self, "sync", SYNCS)
         check_int(self, "pipeline", 0, MAX_PIPELINE)
+        check_int(self, "contexts", 1, MAX_CONTEXTS)
         super().__post_init__()
         if self.pipeline and self.exp_mode != "group":
             raise ConfigError(type(self).__name__, "pipeline", self.pipeline,

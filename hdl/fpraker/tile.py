@@ -50,6 +50,19 @@ whether it works on a group (``working``), for the testbench's stall-count check
 
 The lock-step tile's Verilog does not depend on the independent protocol's blocks: they are
 built only when ``sync = "independent"``.
+
+Interleaved GEMMs (``contexts = C > 1``): the C-slow tile
+----------------------------------------------------------
+The tile described above, transformed by :func:`hdl.common.cslow.c_slow`: every register is a
+chain of ``C`` registers, and the tile holds ``C`` independent GEMMs.  Cycle ``t`` after reset
+serves GEMM ``t mod C`` (the output ``slot``), which sees the one-context tile's cycle
+``t // C``: that cycle's streams, ``out``, ``busy``, ``trace`` and ``error`` are its own, in the
+same cycle.  Every GEMM takes the one-context tile's cycles, ``C`` times apart, so the tile does
+the same work per cycle as the one-context tile.  The gain is in the clock: a retiming synthesis
+(``trainfab area`` retimes every configuration with ``contexts > 1``) moves the chains'
+registers into the tile's loops (the term control, the B-buffer pointer, the group boundary's
+``EACC_LAG`` loop), each of which then holds ``C`` registers.  ``error`` is one flag per GEMM
+(a register like the others): it rises in the cycles of the GEMM that saw the bad input.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -67,6 +80,7 @@ from ..common.formats import layout
 from ..common.rounding import Round
 from ..common.signatures import AccumulatorSignature, TileSignature
 from ..common import leading_one
+from ..common.cslow import c_slow
 from .encoder import DIGITS, TermEncoder, recode_digits
 from .pe import ShiftReduce
 
@@ -706,9 +720,20 @@ class Tile(wiring.Component):
                              "the group exponent mode (the paper's); the golden model has both")
         self.cfg = cfg
         sig = TileSignature(cfg.rows, cfg.cols, cfg.lanes)
-        super().__init__({**sig.members, "trace": Out(TileTraceSignature(cfg))})
+        slot = {"slot": Out(range(cfg.contexts))} if cfg.contexts > 1 else {}
+        super().__init__({**sig.members, "trace": Out(TileTraceSignature(cfg)), **slot})
 
     def elaborate(self, platform):
+        if self.cfg.contexts == 1:
+            return self._tile()
+        # the C-slow tile; its context counter is outside the transformation
+        C = self.cfg.contexts
+        fragment = c_slow(self._tile(), C, platform)
+        fragment.add_statements("sync", self.slot.eq(Mux(self.slot == C - 1, 0, self.slot + 1)))
+        return fragment
+
+    def _tile(self):
+        """The one-context tile (module docstring)."""
         cfg = self.cfg
         m = Module()
         R, C, L, N = cfg.rows, cfg.cols, cfg.lanes, cfg.b_buffers

@@ -8,6 +8,10 @@ window, PEs not yet served by their exponent block, with ``sync = "independent"`
 for their column's slowest PE, idle columns) adds up to the golden stall counts: ``useful``,
 ``shift_range``, ``exponent_block``, ``column_wait`` and ``inter_column`` exactly,
 ``lock_step + no_term`` as their sum (the trace does not tell those two apart).
+
+The C-slow tile (``contexts > 1``) is refused here: it is the one-context tile transformed
+(:func:`hdl.common.cslow.c_slow`), and ``tests/test_cslow.py`` checks it against the
+one-context tile cycle by cycle.
 """
 
 import cocotb
@@ -24,6 +28,11 @@ from ..common.tile import TileDriver, expect, operands, power_stream, random_swe
 
 async def setup(dut):
     cfg = config_from_env(TileConfig)
+    if cfg.contexts > 1:
+        raise ValueError(f"fpraker.tile testbench: contexts={cfg.contexts}: it checks the "
+                         "one-context tile against the golden model; the C-slow tile is that "
+                         "tile transformed, checked against it cycle by cycle in "
+                         "tests/test_cslow.py")
     await start(dut)
     return cfg, TileDriver(dut, cfg.rows, cfg.cols, cfg.lanes)
 
