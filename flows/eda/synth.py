@@ -66,6 +66,14 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
         # name each flip-flop after the register bit it drives (OpenSTA's start/endpoints); on
         # the generic cells, before dfflibmap, which keeps the name
         "rename -wire -suffix _reg t:$_DFF_P_",
+        *_mapping(lib, netlist, generic_json, mapped_json, clock_ns),
+    ])
+
+
+def _mapping(lib: Path, netlist: Path, generic_json: Path, mapped_json: Path,
+             clock_ns: float) -> list[str]:
+    """The recipe from generic cells with plain D flip-flops to the written netlist."""
+    return [
         f"tee -q -o {generic_json} stat -json -tech cmos",
         f"dfflibmap -liberty {lib}",
         f"abc -D {round(clock_ns * 1000)} -liberty {lib} -script {ABC_SCRIPT}",
@@ -78,7 +86,7 @@ def yosys_script(top: str, source: Path, lib: Path, netlist: Path, generic_json:
         # concatenations OpenSTA's Verilog reader rejects
         f"write_verilog -noattr -noexpr -simple-lhs {netlist}",
         "",
-    ])
+    ]
 
 
 #: random cycles of the co-simulation that checks a retimed netlist (:mod:`flows.eda.cosim`)
@@ -116,16 +124,7 @@ def retime_scripts(top: str, source: Path, lib: Path, netlist: Path, generic_jso
         "simplemap",
         "opt_clean",
         "dfflegalize -cell $_DFF_P_ 01",
-        f"tee -q -o {generic_json} stat -json -tech cmos",
-        f"dfflibmap -liberty {lib}",
-        f"abc -D {round(clock_ns * 1000)} -liberty {lib} -script {ABC_SCRIPT}",
-        "splitnets",
-        "rename -hide w:*.*",
-        "opt_clean -purge",
-        f"tee -q -o {mapped_json} stat -json -liberty {lib}",
-        f"stat -liberty {lib}",
-        f"write_verilog -noattr -noexpr -simple-lhs {netlist}",
-        "",
+        *_mapping(lib, netlist, generic_json, mapped_json, clock_ns),
     ])
     return before, abc, after
 
