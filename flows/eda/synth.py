@@ -602,8 +602,12 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             from .cosim import cosim
 
             phases.start("co-simulation of the retimed netlist")
+            # the reset runs through each register chain (a cycle per context) and through
+            # the registers retiming moved: twice the contexts, at least 16 cycles
+            contexts = getattr(cfg, unit.cslow_field, 1) if unit.cslow_field else 1
             check = cosim(text, (work / flat["netlist"]).read_text(), unit.top, lib,
-                          cycles=RETIME_CHECK_CYCLES, workdir=work)
+                          cycles=RETIME_CHECK_CYCLES, reset_cycles=max(16, 2 * contexts),
+                          workdir=work)
             if check["mismatches"]:
                 raise FlowError(f"the retimed netlist differs from the design in "
                                 f"{check['mismatches']} outputs over {check['cycles']} random "

@@ -2,16 +2,20 @@
 
 :func:`c_slow` turns an elaborated design into its C-slow version (Leiserson and Saxe's
 transformation): every register of the ``sync`` domain becomes a chain of ``contexts``
-registers, each reset to the register's reset value.  The logic is unchanged: it reads the
-chain's last register (the state of the context served in this cycle), and what it assigns
-enters the chain's first one, so a context's state comes back to the logic ``contexts`` edges
-later.  An unassigned register holds the served context's state, as the one-context design's
-register holds its own.
+registers.  The logic is unchanged: it reads the chain's last register (the state of the
+context served in this cycle), and what it assigns enters the chain's first one, so a context's
+state comes back to the logic ``contexts`` edges later.  An unassigned register holds the
+served context's state, as the one-context design's register holds its own.  Only the chain's
+first register has the register's reset; the others take the reset value from it, so a reset
+held for ``contexts`` cycles resets every context (a shorter one, only some).  With no reset
+between them, a retiming synthesis can move the chain's registers into the logic.
 
 Contract: cycle ``t`` after reset serves context ``t mod contexts``, which sees exactly the
 one-context design's cycle ``t // contexts``: its inputs are that context's inputs, its outputs
 (combinational from the state and the inputs, as in the one-context design) are that context's
-outputs, in the same cycle.  Every context starts from the reset state.  The design does
+outputs, in the same cycle.  Every context starts from the reset state (at power-up every
+register holds its reset value; after a reset of at least ``contexts`` cycles, cycle ``t``
+counts from the reset's release).  The design does
 ``contexts`` independent jobs in the cycles one job took, on the same logic; what it gains is
 registers that a retiming synthesis (``trainfab area --retime``) moves into the logic, so that
 every loop of the design holds ``contexts`` registers instead of one and the clock can be up to
@@ -74,11 +78,15 @@ def _transform(fragment, contexts: int):
     for sig, _mask in lhs.masks():
         nxt = Signal(sig.shape(), name=f"{sig.name}_next")
         nexts[id(sig)] = nxt
+        # the chain: the first register resets as the design's register does, the others
+        # take the reset value from it (a reset held for `contexts` cycles reaches them all);
+        # with no reset between them, retiming may move them into the logic freely
         regs = [Signal(sig.shape(), name=f"{sig.name}_ctx{k}", init=sig.init,
-                       reset_less=sig.reset_less) for k in range(1, contexts)]
-        # the logic's assignments enter the chain; the served context's state leaves it
-        stage = [nxt] + regs + [sig]
+                       reset_less=sig.reset_less or k > 1) for k in range(1, contexts + 1)]
+        stage = [nxt] + regs
         chain += [stage[k + 1].eq(stage[k]) for k in range(contexts)]
+        # the served context's state leaves the chain
+        fragment.add_statements("comb", sig.eq(regs[-1]))
         # an unassigned register holds the served context's state
         fragment.add_statements("comb", nxt.eq(sig))
     rename = _Rename(nexts)

@@ -58,7 +58,8 @@ chain of ``C`` registers, and the tile holds ``C`` independent GEMMs.  Cycle ``t
 serves GEMM ``t mod C`` (the output ``slot``), which sees the one-context tile's cycle
 ``t // C``: that cycle's streams, ``out``, ``busy``, ``trace`` and ``error`` are its own, in the
 same cycle.  Every GEMM takes the one-context tile's cycles, ``C`` times apart, so the tile does
-the same work per cycle as the one-context tile.  The gain is in the clock: a retiming synthesis
+the same work per cycle as the one-context tile.  A reset must last at least ``C`` cycles (it
+enters each register chain at its first register).  The gain is in the clock: a retiming synthesis
 (``trainfab area`` retimes every configuration with ``contexts > 1``) moves the chains'
 registers into the tile's loops (the term control, the B-buffer pointer, the group boundary's
 ``EACC_LAG`` loop), each of which then holds ``C`` registers.  ``error`` is one flag per GEMM
