@@ -14,8 +14,8 @@ until an input changes.
 
 Retiming keeps a design's behaviour from a reset onwards, not its power-up state: the netlist's
 registers start unknown (``x``) and the reset must have reached all of them, which takes as
-many cycles as registers were moved in a row; ``reset_cycles`` defaults to 16.  An output that
-is still ``x`` after the reset counts as a mismatch.
+many cycles as registers were moved in a row; ``reset_cycles`` defaults to 16.  A netlist
+output still ``x`` after the reset where the design's is known counts as a mismatch.
 """
 
 import re
@@ -94,8 +94,7 @@ def cosim(verilog: str, netlist: str, top: str, lib: Path, *, cycles: int = 400,
     the design changed from one cycle to the next after the reset (how much the random inputs
     exercised it).  :class:`FlowError` if the two have
     different ports, the design has no ``clk``/``rst`` or Icarus fails."""
-    from .power_cells import cell_models
-    from .power import power_netlist
+    from .power_cells import cell_models, power_netlist
 
     if cycles <= reset_cycles:
         raise FlowError(f"cosim: {cycles} cycles leave none after {reset_cycles} of reset")

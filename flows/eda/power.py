@@ -124,6 +124,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import FlowError, build_dir
+from .power_cells import power_netlist
 from .synth import (
     DEFAULT_CLOCK_NS,
     _run,
@@ -266,37 +267,6 @@ def load_operands(path, cfg) -> dict:
         raise FlowError(f"--operands {path}: {groups} groups is not a multiple of dot_groups "
                         f"{dot} (store dot_groups in the file to change it)")
     return {"a": a, "b": b, "dot_groups": dot}
-
-
-# --------------------------------------------------------------------------------------------
-# netlist
-
-
-_INSTANCE = re.compile(r"^\s*([A-Za-z_]\w*)\s+(\\\S+|[A-Za-z_][\w$]*)\s*\((.*?)\);", re.M | re.S)
-_PIN = re.compile(r"\.(\w+)\s*\(\s*([^()]*?)\s*\)")
-
-
-def power_netlist(text: str) -> tuple[str, list[dict]]:
-    """The mapped netlist with every escaped instance name (``\\core.acc[3]_reg``) replaced by
-    a plain one (``tf_ff0``), so that the VCD and OpenSTA name instances alike; and its cell
-    instances (``cell``, ``name``, ``original``, ``pins``: pin → net)."""
-    used = set(re.findall(r"[A-Za-z_]\w*", text))
-    instances, out, pos, k = [], [], 0, 0
-    for m in _INSTANCE.finditer(text):
-        cell, name, body = m.groups()
-        if cell in ("module", "input", "output", "wire", "assign", "inout", "reg"):
-            continue
-        new = name
-        if name.startswith("\\"):
-            while f"tf_ff{k}" in used:
-                k += 1
-            new, k = f"tf_ff{k}", k + 1
-            out.append(text[pos:m.start(2)] + new)
-            pos = m.end(2)
-        instances.append({"cell": cell, "name": new, "original": name.lstrip("\\"),
-                          "pins": dict(_PIN.findall(body))})
-    out.append(text[pos:])
-    return "".join(out), instances
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Simulation models of standard cells, generated from a liberty file's logic functions.
+"""Simulation models of standard cells, generated from a liberty file's logic functions, and
+the cell instances of a mapped netlist (:func:`power_netlist`).
 
 :func:`cell_models` writes one behavioural Verilog module per cell a mapped netlist uses, from
 the liberty's own description of the cell: each output pin's ``function`` (and
@@ -262,4 +263,32 @@ def cell_models(lib: Path, cells: set[str]) -> tuple[str, dict[str, dict]]:
     return text, parsed
 
 
-__all__ = ["cell_models", "parse_cells", "cell_summaries", "expression"]
+# the cell instances of a mapped netlist (the power flow's and the co-simulation's)
+_INSTANCE = re.compile(r"^\s*([A-Za-z_]\w*)\s+(\\\S+|[A-Za-z_][\w$]*)\s*\((.*?)\);", re.M | re.S)
+_PIN = re.compile(r"\.(\w+)\s*\(\s*([^()]*?)\s*\)")
+
+
+def power_netlist(text: str) -> tuple[str, list[dict]]:
+    """The mapped netlist with every escaped instance name (``\\core.acc[3]_reg``) replaced by
+    a plain one (``tf_ff0``), so that the VCD and OpenSTA name instances alike; and its cell
+    instances (``cell``, ``name``, ``original``, ``pins``: pin → net)."""
+    used = set(re.findall(r"[A-Za-z_]\w*", text))
+    instances, out, pos, k = [], [], 0, 0
+    for m in _INSTANCE.finditer(text):
+        cell, name, body = m.groups()
+        if cell in ("module", "input", "output", "wire", "assign", "inout", "reg"):
+            continue
+        new = name
+        if name.startswith("\\"):
+            while f"tf_ff{k}" in used:
+                k += 1
+            new, k = f"tf_ff{k}", k + 1
+            out.append(text[pos:m.start(2)] + new)
+            pos = m.end(2)
+        instances.append({"cell": cell, "name": new, "original": name.lstrip("\\"),
+                          "pins": dict(_PIN.findall(body))})
+    out.append(text[pos:])
+    return "".join(out), instances
+
+
+__all__ = ["cell_models", "parse_cells", "cell_summaries", "expression", "power_netlist"]

@@ -15,11 +15,11 @@ one-context design's cycle ``t // contexts``: its inputs are that context's inpu
 (combinational from the state and the inputs, as in the one-context design) are that context's
 outputs, in the same cycle.  Every context starts from the reset state (at power-up every
 register holds its reset value; after a reset of at least ``contexts`` cycles, cycle ``t``
-counts from the reset's release).  The design does
-``contexts`` independent jobs in the cycles one job took, on the same logic; what it gains is
-registers that a retiming synthesis (``trainfab area --retime``) moves into the logic, so that
-every loop of the design holds ``contexts`` registers instead of one and the clock can be up to
-``contexts`` times faster.
+counts from the reset's release).  The design does ``contexts`` independent jobs in the
+cycles one job took, on the same logic; what it gains is registers that a retiming synthesis
+moves into the logic (``trainfab area`` retimes a unit's C-slow configurations,
+:attr:`flows.registry.Unit.cslow_field`), so that every loop of the design holds ``contexts``
+registers instead of one and the clock can be up to ``contexts`` times faster.
 
 This is the generic form of what units such as ``fast.fmac`` and ``fpraker.pe`` do by hand
 (:func:`hdl.common.pipeline.ring` places their extra registers inside their loops); the
