@@ -126,6 +126,12 @@ def cmd_area(args) -> int:
     refuse_runtime_sets(unit, args.sets, "the area")
     cfg = load_config(unit, args.config, args.sets)
     before = None if args.output else _area_config(unit)
+    from . import build_dir
+    from .eda.synth import _area_files
+    from .runs import precheck
+
+    precheck(Path(args.output) if args.output else build_dir() / "area" / unit.name,
+             _area_files(unit.top))
     print(f"{unit.name}: synthesizing …", flush=True)
     r = area(unit, cfg, liberty=args.liberty, clock_ns=args.clock_ns,
              outdir=Path(args.output) if args.output else None, breakdown=args.breakdown,
@@ -176,11 +182,33 @@ def _area_config(unit):
 def cmd_report(args) -> int:
     from .report import report
 
-    return report(liberty=args.liberty, clock_ns=args.clock_ns, markdown=args.markdown)
+    return report(liberty=args.liberty, clock_ns=args.clock_ns, markdown=args.markdown,
+                  units=_units(args.units))
 
 
 def _tensor_analyses() -> dict:
     return {a.name: a for a in families.tensor_analyses()}
+
+
+def _option_default(kwargs: dict):
+    """The value an analysis option has when it is not given."""
+    if "default" in kwargs:
+        return kwargs["default"]
+    return {"store_false": True, "store_true": False}.get(kwargs.get("action"))
+
+
+def _analysis_options(args, analysis, analyses) -> dict:
+    """The chosen analysis's options (``{dest: value}``); :class:`FlowError` for an option of
+    another analysis given on the command line."""
+    for other in analyses.values():
+        if other.name == analysis.name:
+            continue
+        for flags, kwargs in other.options:
+            if hasattr(args, kwargs["dest"]):
+                raise FlowError(f"{flags[0]} applies to --analysis {other.name}, not "
+                                f"{analysis.name}")
+    return {kwargs["dest"]: getattr(args, kwargs["dest"], _option_default(kwargs))
+            for _, kwargs in analysis.options}
 
 
 def cmd_tensor_stats(args) -> int:
@@ -191,42 +219,44 @@ def cmd_tensor_stats(args) -> int:
 
     if args.analysis is None:
         raise FlowError("no family declares a tensor analysis")
-    from .runs import check_output, staged
+    from .runs import precheck, staged
 
-    analysis = _tensor_analyses()[args.analysis]
-    options = {kwargs["dest"]: getattr(args, kwargs["dest"]) for _, kwargs in analysis.options}
-    out = check_output(Path(args.output) if args.output else build_dir() / "tensor-stats")
+    analyses = _tensor_analyses()
+    analysis = analyses[args.analysis]
+    options = _analysis_options(args, analysis, analyses)
+    source = Path(args.file)
+    stem = source.resolve().name if source.is_dir() else source.stem
+    names = (f"{stem}.md", f"{stem}.json")
+    out = precheck(Path(args.output) if args.output else build_dir() / "tensor-stats", names)
     shown = progress if sys.stderr.isatty() else None
-    if Path(args.file).is_dir():  # a training capture (trainfab train --capture)
+    if source.is_dir():  # a training capture (trainfab train --capture)
         from .studies import captures
 
-        folder = Path(args.file)
-        if not captures.is_capture(folder) and not any(
-                d.is_dir() and captures.is_capture(d) for d in folder.iterdir()):
-            raise FlowError(f"{folder} is a directory, not a tensor file, nor a capture folder "
+        if not captures.is_capture(source) and not any(
+                d.is_dir() and captures.is_capture(d) for d in source.iterdir()):
+            raise FlowError(f"{source} is a directory, not a tensor file, nor a capture folder "
                             "of `trainfab train --capture` (no manifest.json in it or in its "
                             "sub-folders)")
 
-        stats = captures.capture_stats(args.file, analysis, options, progress=shown)
+        stats = captures.capture_stats(source, analysis, options, progress=shown)
         text = captures.capture_stats_markdown(stats)
     else:
         from .studies.tensors import read_tensors
 
-        tensors = read_tensors(args.file)
+        tensors = read_tensors(source)
         if not any(t.count for t in tensors):  # statistics of nothing would read as ratios of 0
             shapes = ", ".join(f"{t.name} {tuple(t.shape)}" for t in tensors[:4])
-            raise FlowError(f"{args.file}: no values to measure: every tensor is empty ({shapes}"
+            raise FlowError(f"{source}: no values to measure: every tensor is empty ({shapes}"
                             f"{', …' if len(tensors) > 4 else ''})")
-        stats = analysis.run(args.file, progress=shown, **options)
+        stats = analysis.run(source, progress=shown, **options)
         text = analysis.markdown(stats)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    stem = Path(args.file).resolve().name if Path(args.file).is_dir() else Path(args.file).stem
-    with staged(out) as work:
-        (work / f"{stem}.md").write_text(text)
-        (work / f"{stem}.json").write_text(json.dumps(stats, indent=2) + "\n")
+    with staged(out, names=names, collection=True) as work:
+        (work / names[0]).write_text(text)
+        (work / names[1]).write_text(json.dumps(stats, indent=2) + "\n")
     print(text)
-    print(f"written: {out / (stem + '.md')}, {out / (stem + '.json')}")
+    print(f"written: {out / names[0]}, {out / names[1]}")
     return 0
 
 
@@ -236,7 +266,25 @@ def cmd_bench(args) -> int:
     return bench_main(["--quick"] if args.quick else [])
 
 
+#: the options of ``study`` each study takes (beyond RUN, --seed and -o)
+_STUDY_OPTIONS = {"dispatch": {"config", "sets", "loads", "cycles", "seed"},
+                  "hbfp": {"seed", "samples"},
+                  "fast-time": set(),
+                  "fpraker-rows": {"config", "sets", "seed"}}
+_STUDY_FLAGS = {"config": "--config", "sets": "--set", "loads": "--loads", "cycles": "--cycles",
+                "seed": "--seed", "samples": "--samples"}
+
+
 def cmd_study(args) -> int:
+    given = {name for name in _STUDY_FLAGS if getattr(args, name) not in (None, [])}
+    extra = sorted(given - _STUDY_OPTIONS[args.study], key=list(_STUDY_FLAGS).index)
+    if extra:
+        takers = [n for n, o in _STUDY_OPTIONS.items() if extra[0] in o]
+        raise FlowError(f"study {args.study} takes no {_STUDY_FLAGS[extra[0]]} (only "
+                        + (", ".join(takers[:-1]) + " and " if len(takers) > 1 else "")
+                        + f"{takers[-1]} take it)")
+    if args.seed is None:
+        args.seed = 1
     if args.study == "hbfp":
         return _study_hbfp(args)
     if args.study == "fast-time":
@@ -248,10 +296,11 @@ def cmd_study(args) -> int:
     return _study_dispatch(args)
 
 
-def _study_output(args, name: str) -> Path:
+def _study_output(args, name: str, names) -> Path:
     from . import build_dir
+    from .runs import precheck
 
-    return Path(args.output) if args.output else build_dir() / "study" / name
+    return precheck(Path(args.output) if args.output else build_dir() / "study" / name, names)
 
 
 def _study_hbfp(args) -> int:
@@ -260,26 +309,31 @@ def _study_hbfp(args) -> int:
 
     if args.run is not None:
         raise FlowError("study hbfp takes no RUN folder")
-    out = _study_output(args, "hbfp")
-    with staged(out) as work:
-        res = hbfp_error_study(work, seed=args.seed)
-    print((out / "hbfp.md").read_text())
+    names = ("hbfp.md", "hbfp.json", "hbfp.png")
+    out = _study_output(args, "hbfp", names)
+    with staged(out, names=names) as work:
+        hbfp_error_study(work, seed=args.seed, **({"samples": args.samples}
+                                                   if args.samples is not None else {}))
+        text = (work / "hbfp.md").read_text()
+    print(text)
     print(f"written: {out / 'hbfp.md'}, {out / 'hbfp.json'}, {out / 'hbfp.png'}")
-    del res
     return 0
 
 
 def _study_fast_time(args) -> int:
     from .runs import staged
-    from .studies.fast_time import fast_time_study
+    from .studies.fast_time import fast_time_study, load_run
 
     if args.run is None:
         raise FlowError("study fast-time needs the folder of a `trainfab train` run with the "
                         "fast format (e.g. build/train/cnn)")
-    out = _study_output(args, "fast-time")
-    with staged(out) as work:
+    names = ("fast_time.md", "fast_time.json", "widths.png")
+    out = _study_output(args, "fast-time", names)
+    load_run(Path(args.run))  # a run the study cannot use is refused before any work
+    with staged(out, names=names) as work:
         fast_time_study(Path(args.run), work)
-    print((out / "fast_time.md").read_text())
+        text = (work / "fast_time.md").read_text()
+    print(text)
     print(f"written: {out / 'fast_time.md'}, {out / 'fast_time.json'}, {out / 'widths.png'}")
     return 0
 
@@ -287,8 +341,9 @@ def _study_fast_time(args) -> int:
 def _study_fpraker_rows(args) -> int:
     from . import progress
     from .config import parse_set
-    from .runs import check_output, staged
-    from .studies.fpraker_rows import ROWS, SYNCS, fpraker_rows_study
+    from .runs import staged
+    from .studies.fpraker_rows import (OUTPUTS, ROWS, SYNCS, capture_operands,
+                                       fpraker_rows_study)
 
     fixed = [parse_set(item)[0] for item in args.sets]
     for name in ("rows", "cols", "sync"):
@@ -299,13 +354,18 @@ def _study_fpraker_rows(args) -> int:
     if args.run is not None and not Path(args.run).is_dir():
         raise FlowError(f"study fpraker-rows: {args.run} is not a folder; give a capture "
                         "folder of `trainfab train --capture` or nothing (synthetic operands)")
-    out = check_output(_study_output(args, "fpraker-rows"))
-    with staged(out) as work, progress.bar(None, "fpraker-rows", "tile runs") as bar:
+    out = _study_output(args, "fpraker-rows", OUTPUTS)
+    # the capture is read (and refused when it is not one) before any work
+    operands = capture_operands(args.run) if args.run is not None else None
+    with staged(out, names=OUTPUTS) as work, \
+            progress.bar(None, "fpraker-rows", "tile runs") as bar:
         def step(done, total, what):
             bar.set_total(total)
             bar.set(done, what)
-        fpraker_rows_study(cfg, work, capture=args.run, seed=args.seed, progress=step)
-    print((out / "fpraker_rows.md").read_text())
+        fpraker_rows_study(cfg, work, capture=args.run, seed=args.seed, progress=step,
+                           operands=operands)
+        text = (work / "fpraker_rows.md").read_text()
+    print(text)
     print(f"written: {out / 'fpraker_rows.md'}, {out / 'fpraker_rows.json'}, "
           f"{out / 'fpraker_rows.png'}")
     return 0
@@ -313,14 +373,16 @@ def _study_fpraker_rows(args) -> int:
 
 def _study_dispatch(args) -> int:
     from .config import parse_set
-    from .studies.dispatch import LOADS, format_ratio, main_dispatch, parse_loads
+    from .studies.dispatch import (CYCLES_DEFAULT, LOADS, format_ratio, main_dispatch,
+                                   parse_loads)
 
     unit = registry.get("equinox.dispatcher")
     if any(parse_set(item)[0] == "policy" for item in args.sets):
         raise FlowError("--set policy: the study runs every policy (priority, fair, inf_only)")
     cfg = load_config(unit, args.config, args.sets)
     loads = parse_loads(args.loads) if args.loads is not None else LOADS
-    res = main_dispatch(cfg, loads, args.cycles, args.seed,
+    cycles = args.cycles if args.cycles is not None else CYCLES_DEFAULT
+    res = main_dispatch(cfg, loads, cycles, args.seed,
                         Path(args.output) if args.output else None)
     S = res["service_time"]
     for policy in res["policies"]:
@@ -368,6 +430,14 @@ def cmd_paper(args) -> int:
     return paper(seed=args.seed, sim=args.sim, jobs=args.jobs, markdown=args.markdown)
 
 
+def _hbfp_samples(text: str) -> int:
+    """``study hbfp --samples``: a multiple of 64 from 64 to 2**20."""
+    n = bounded(int, 64, 1 << 20)(text)
+    if n % 64:
+        raise argparse.ArgumentTypeError(f"{n} is not a multiple of 64")
+    return n
+
+
 def _span(bounds) -> str:
     return f"{bounds[0]:,} to {bounds[1]:,}"
 
@@ -375,7 +445,7 @@ def _span(bounds) -> str:
 #: help of every ``unit`` argument
 def build_parser() -> argparse.ArgumentParser:
     from .eda.simulate import SIMULATORS
-    from .studies.dispatch import CYCLES_RANGE
+    from .studies.dispatch import CYCLES_DEFAULT, CYCLES_RANGE
 
     p = _Parser(prog="trainfab", description="Generate, verify and measure low-precision "
                 "DNN-training arithmetic units (FPRaker, FAST, Equinox/HBFP, Gecko).")
@@ -457,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=mod.cmd)
 
     s = sub.add_parser("report", help="area/timing of every unit at its paper preset, with ratios")
+    s.add_argument("units", nargs="*", metavar="UNIT",
+                   help="only these units (default: every unit)")
     s.add_argument("--liberty", default="osu018",
                    help="the standard cells to synthesize onto: osu018 (default) or a .lib path")
     s.add_argument("--clock-ns", type=_clock_ns, default=10.0,
@@ -476,7 +548,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which statistic (default: %(default)s)")
     for analysis in analyses.values():
         for flags, kwargs in analysis.options:
-            s.add_argument(*flags, **kwargs)
+            # not given: absent from the arguments (an option of another analysis is an error)
+            help_text = kwargs.get("help", "") + f" [--analysis {analysis.name}]"
+            s.add_argument(*flags, **{**kwargs, "default": argparse.SUPPRESS,
+                                      "help": help_text})
     s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/tensor-stats)")
     s.set_defaults(func=cmd_tensor_stats)
 
@@ -500,11 +575,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
                    help="dispatch: offered inference loads, fractions of the inference-only "
                         "capacity (default 0.05:1:0.05 plus 1.1, 1.2)")
-    s.add_argument("--cycles", type=bounded(int, *CYCLES_RANGE), default=200_000,
+    s.add_argument("--cycles", type=bounded(int, *CYCLES_RANGE), default=None,
                    help=f"dispatch: measured cycles per run, {CYCLES_RANGE[0]:,} to "
-                        f"{CYCLES_RANGE[1]:,} (default %(default)s)")
-    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
-                   help=f"seed of the random operands or arrivals, {SEED_HELP} (default 1)")
+                        f"{CYCLES_RANGE[1]:,} (default {CYCLES_DEFAULT:,})")
+    s.add_argument("--samples", type=_hbfp_samples, default=None, metavar="N",
+                   help="hbfp: dot products per point, a multiple of 64 from 64 to 1,048,576 "
+                        "(default 8,192)")
+    s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=None,
+                   help=f"dispatch, hbfp, fpraker-rows: seed of the random operands or "
+                        f"arrivals, {SEED_HELP} (default 1)")
     s.add_argument("--output", "-o", metavar="DIR",
                    help="output folder (default build/study/<study>)")
     s.set_defaults(func=cmd_study)
@@ -557,7 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
                    help=f"seed of the quick regressions, {SEED_HELP} (default 1)")
     s.add_argument("-j", "--jobs", type=bounded(int, 1, 64), default=None, metavar="N",
-                   help="local processes of the term-encoder sweep (default: one per CPU)")
+                   help="local processes of the term-encoder sweep, and paper-size syntheses "
+                        "run at once, 1 to 64 (default: one per CPU)")
     s.add_argument("--markdown", metavar="FILE",
                    help="when every step passed, also write the summary as a stamped results "
                         "page (commit, date, machine, tool versions) to FILE (make paper: "
@@ -582,10 +662,49 @@ def _silence_unused_elaboratables() -> None:
 
 
 def main(argv=None) -> int:
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            if argv is None:
+                _ignore_signals()
+    except KeyboardInterrupt:  # a Ctrl-C that came as the run ended
+        code = _interrupted(argv)
+    return code
+
+
+def _ignore_signals() -> None:
+    """The run's outcome is decided: a late Ctrl-C or SIGTERM must not turn it into a
+    traceback as the interpreter shuts down (its threads, its worker processes)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+#: whether this process has said that its run was interrupted (once)
+_TOLD: list = []
+
+
+def _interrupted(argv) -> int:
+    """Exit status 130, said once per process of the console script."""
+    if argv is None:
+        _ignore_signals()
+        if _TOLD:
+            return 130
+        _TOLD.append(True)
+    print("trainfab: interrupted", file=sys.stderr)
+    return 130
+
+
+def _main(argv=None) -> int:
     import signal
 
     if argv is None:  # the console script (or python -m), not a caller's process
+        from .runs import arm_faults
+
         signal.signal(signal.SIGTERM, _terminate)
+        arm_faults()
     try:
         args = build_parser().parse_args(argv)
         try:
@@ -598,8 +717,7 @@ def main(argv=None) -> int:
         print(f"trainfab: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("trainfab: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(argv)
     except RecursionError:
         print("trainfab: error: input nested too deeply to read", file=sys.stderr)
         return 2

@@ -323,19 +323,9 @@ def _tables(results: dict, first_column: dict | None = None, work: dict | None =
 def check_markdown_path(path):
     """Check, before a long run, that the results page ``path`` can be written (its folder
     exists and is writable, ``path`` is not a folder); returns it as a :class:`~pathlib.Path`."""
-    import os
-    from pathlib import Path
+    from .runs import check_target_file
 
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise FlowError(f"--markdown {path} is a folder; give the page's file name "
-                        "(e.g. docs/results.md)")
-    if not folder.is_dir():
-        raise FlowError(f"--markdown {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise FlowError(f"--markdown {path}: folder {folder} is not writable")
-    return path
+    return check_target_file(path)
 
 
 def results_page(markdown: str, command: str, build: str) -> str:
@@ -392,31 +382,34 @@ def _without_empty_sections(lines: list[str]) -> list[str]:
     return kept
 
 
-def report(liberty: str = "osu018", clock_ns: float = 10.0, markdown=None) -> int:
-    """Area/timing for every unit at its paper preset; writes build/report/report.{md,json},
-    and with ``markdown`` also the stamped results page (:func:`results_page`) there."""
-    from .runs import ensure_dir, exclusive, write_atomic
+def report(liberty: str = "osu018", clock_ns: float = 10.0, markdown=None, units=None) -> int:
+    """Area/timing for every unit (or ``units``) at its paper preset; writes
+    build/report/report.{md,json}, and with ``markdown`` also the stamped results page
+    (:func:`results_page`) there."""
+    from .runs import exclusive, staged, write_atomic
 
     if markdown is not None:
         markdown = check_markdown_path(markdown)
 
-    units = list(registry.UNITS.values())
+    units = list(units or registry.UNITS.values())
     results = {}
-    # one report run at a time per folder: report.md and the unit folders come from one run
-    with exclusive(build_dir() / "report", "report") as out, \
+    # one report run at a time per folder, written privately and moved into place whole:
+    # report.md and the unit folders come from one run
+    with exclusive(build_dir() / "report", "report") as final, \
+            staged(final, names=("report.json", "report.md"), last=("report.md",)) as out, \
             progress.bar(len(units), "report", "units") as bar:
-        ensure_dir(out)
         for k, unit in enumerate(units, 1):
             progress.echo(f"[{k}/{len(units)}] {unit.name}: synthesizing …")
             results.update(_measure(unit, load_config(unit), out, liberty, clock_ns))
             bar.update()
         text = "# trainfab report: every unit at its paper configuration\n\n" + _tables(results)
-        write_atomic(out / "report.json", json.dumps(results, indent=2) + "\n")
-        write_atomic(out / "report.md", text)
-        if markdown is not None:
-            write_atomic(markdown, results_page(text, "trainfab report", shown(out)))
-    print(text)
-    print(f"written: {out / 'report.md'}, {out / 'report.json'}"
+        (out / "report.json").write_text(json.dumps(results, indent=2) + "\n")
+        (out / "report.md").write_text(text)
+    if markdown is not None:
+        write_atomic(markdown, results_page(text.replace(str(out), str(final)),
+                                            "trainfab report", shown(final)))
+    print(text.replace(str(out), str(final)))
+    print(f"written: {final / 'report.md'}, {final / 'report.json'}"
           + (f", {markdown}" if markdown is not None else ""))
     return 0
 
@@ -563,8 +556,10 @@ def _build_unit(unit, cfg, out, tag: str, seed: int, sim: str | None, measure) -
     from .eda.generate import generate
     from .eda.simulate import failure_details, run_testbench
 
+    from .runs import public
+
     man = generate(unit, cfg, out / "verilog")
-    progress.echo(f"{tag}: Verilog {man['verilog']}")
+    progress.echo(f"{tag}: Verilog {public(man['verilog'])}")
     tb = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick")
     progress.echo(f"{tag}: {tb.summary()}")
     if not tb.passed:
@@ -756,20 +751,28 @@ def demo(seed: int = 1, sim: str | None = None) -> int:
     (:func:`demo_units`), then write ``summary.md``, ``summary.json`` and ``demo.png`` into
     ``build/demo/`` and print the table and where to go next (``sim=None``: each unit's own
     simulator).  One demo run at a time per build folder: a second waits for the first."""
-    from .runs import exclusive
+    from .runs import exclusive, staged
 
-    with exclusive(build_dir() / "demo", "demo") as out:
-        return _demo(out, seed, sim)
+    # written privately and moved into place whole when the demo ends
+    with exclusive(build_dir() / "demo", "demo") as final:
+        with staged(final, names=("summary.json", "summary.md", "demo.png"),
+                    last=("summary.md", "summary.json")) as out:
+            code, text = _demo(out, seed, sim)
+            text = text.replace(str(out), str(final))
+        print()
+        print(text)
+        print(f"written: {final / 'summary.md'}, {final / 'summary.json'}, "
+              f"{final / 'demo.png'}, Verilog in {final / 'verilog'}")
+        return code
 
 
-def _demo(out, seed: int, sim: str | None) -> int:
+def _demo(out, seed: int, sim: str | None) -> tuple[int, str]:
+    """The demo's units into the private folder ``out``: the exit status and the summary."""
     import time
 
     from .eda.synth import area
-    from .runs import ensure_dir, write_atomic
 
     start = time.monotonic()
-    ensure_dir(out)
     units = demo_units()
     summary, results, aliases, failed = {}, {}, {}, 0
     bar = progress.bar(len(units), "demo", "units")
@@ -804,16 +807,12 @@ def _demo(out, seed: int, sim: str | None) -> int:
     demo_plot(summary, ratios, plot)
     own = own_clock_rows(results, aliases)
     text = demo_markdown(summary, ratios, plot.name, own)
-    write_atomic(out / "summary.json", json.dumps({"units": summary, "ratios": ratios,
-                                                   "own_clock": own, "plot": str(plot)},
-                                                  indent=2, default=str)
-                 + "\n")
-    write_atomic(out / "summary.md", text)
-    print()
-    print(text)
-    print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, {plot}, Verilog in "
-          f"{out / 'verilog'} ({_duration(time.monotonic() - start)})")
-    return 1 if failed else 0
+    (out / "summary.json").write_text(json.dumps({"units": summary, "ratios": ratios,
+                                                  "own_clock": own, "plot": str(plot)},
+                                                 indent=2, default=str) + "\n")
+    (out / "summary.md").write_text(text)
+    progress.echo(f"demo: {_duration(time.monotonic() - start)}")
+    return (1 if failed else 0), text
 
 
 # --------------------------------------------------------------------------------------------
@@ -930,13 +929,17 @@ def paper_estimate(times_path, workers: int = 1) -> tuple[float, str]:
 
 def _record_time(path, step: str, seconds: float) -> None:
     """Add ``step``'s time to the paper run's record (the other steps' times are kept)."""
+    steps = _recorded_times(path)
+    steps[step] = round(seconds, 1)
+    _record_times(path, steps)
+
+
+def _record_times(path, steps: dict) -> None:
     import os
     import time
 
     from .runs import write_atomic
 
-    steps = _recorded_times(path)
-    steps[step] = round(seconds, 1)
     write_atomic(path, json.dumps({"steps": steps, "cpus": os.cpu_count(),
                                    "updated": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2)
                  + "\n")
@@ -956,18 +959,25 @@ def paper(seed: int = 1, sim: str | None = None, jobs: int | None = None,
     ``docs/results.md``) the finished summary is also written there as the stamped results
     page (:func:`results_page`); a run that failed or was interrupted leaves the page as it
     was."""
-    from .runs import exclusive, write_atomic
+    from .runs import exclusive, staged, write_atomic
 
     if markdown is not None:
         markdown = check_markdown_path(markdown)
     sized = sum(1 for u in registry.UNITS.values() if u.demo_overrides)
     print(paper_estimate(build_dir() / "paper" / PAPER_TIMES,
                          paper_workers(jobs, sized))[1], flush=True)
-    with exclusive(build_dir() / "paper", "paper") as out:
-        code = _paper(out, seed, sim, jobs)
+    with exclusive(build_dir() / "paper", "paper") as final:
+        # written privately and moved into place whole when the run ends (an interrupted run
+        # leaves the earlier run's folder whole); the step times carry over
+        with staged(final, names=("summary.json", "summary.md", PAPER_TIMES),
+                    last=("summary.md", "summary.json")) as out:
+            old_times = _recorded_times(final / PAPER_TIMES)
+            if old_times:
+                _record_times(out / PAPER_TIMES, old_times)
+            code = _paper(out, seed, sim, jobs)
+            summary_md = (out / "summary.md").read_text().replace(str(out), str(final))
         if markdown is not None and code == 0:
-            write_atomic(markdown, results_page((out / "summary.md").read_text(),
-                                                "make paper", shown(out)))
+            write_atomic(markdown, results_page(summary_md, "make paper", shown(final)))
             print(f"written: {markdown}")
         elif markdown is not None:
             print(f"not written: {markdown} (a regression or a sweep point failed)")
@@ -1018,10 +1028,9 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
     import contextlib
     import time
 
-    from .runs import ensure_dir, write_atomic
+    from .runs import write_atomic
 
     start = time.monotonic()
-    ensure_dir(out)
     times = out / PAPER_TIMES
 
     @contextlib.contextmanager
@@ -1111,10 +1120,14 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
             write()
     text = write()
     bar.close()
+    from .runs import public
+
     print()
-    print(text)
-    print(f"written: {out / 'summary.md'}, {out / 'summary.json'}, Verilog in "
-          f"{out / 'verilog'}, step times in {times} ({_duration(time.monotonic() - start)})")
+    print(text.replace(str(out), public(out)))
+
+    print(f"written: {public(out / 'summary.md')}, {public(out / 'summary.json')}, Verilog in "
+          f"{public(out / 'verilog')}, step times in {public(times)} "
+          f"({_duration(time.monotonic() - start)})")
     return 1 if failed else 0
 
 

@@ -126,7 +126,6 @@ import itertools
 import json
 import math
 import os
-import shutil
 import signal
 import socket
 import time
@@ -547,7 +546,11 @@ class ResultLog:
                 with open(path, "r+b") as f:
                     f.truncate(data.rfind(b"\n") + 1)
         self.path = path
-        self.f = open(path, "a", encoding="utf-8")
+        try:  # never through a symbolic link
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise FlowError(f"cannot write {path}: {e.strerror or e}") from None
+        self.f = os.fdopen(fd, "a", encoding="utf-8")
 
     def append(self, rec: dict) -> None:
         try:
@@ -681,7 +684,7 @@ def _summary(rec: dict) -> str:
 def cmd_sweep(args) -> int:
     """``trainfab sweep``: plan, run the points not done yet, write the table, plots and
     summary.  Exit 0, or 1 when a point failed or a regression failed."""
-    from .runs import check_output, ensure_dir, locked
+    from .runs import ensure_dir, locked, precheck
     from .eda.tools import require
 
     if args.jobs is not None and args.scheduler:
@@ -691,7 +694,8 @@ def cmd_sweep(args) -> int:
         raise FlowError(f"-j {args.jobs}: give {JOBS_RANGE[0]} to {JOBS_RANGE[1]} processes")
     plan = plan_sweep(args)
     jobs = args.jobs or _cpus()
-    out = check_output(Path(args.output) if args.output else _default_outdir(plan))
+    out = precheck(Path(args.output) if args.output else _default_outdir(plan), REPORT_FILES)
+    _check_store(out)
     existed = out.exists()
     ensure_dir(out)
     try:
@@ -703,6 +707,32 @@ def cmd_sweep(args) -> int:
                 out.rmdir()
 
 
+def _own_results(out: Path) -> bool:
+    """Whether ``out/results.jsonl`` is a sweep's results file: a regular file the folder's
+    manifest lists.  Its hash is not compared: the file grows a record at a time, a killed
+    sweep can leave a last line cut short, and the sweep reads it record by record."""
+    from .runs import load_manifest
+
+    path = out / RESULTS
+    return (path.is_file() and not path.is_symlink()
+            and RESULTS in load_manifest(out).files)
+
+
+def _check_store(out: Path) -> None:
+    """The sweep's resumable store in ``out`` (``results.jsonl``, ``points/``) is trainfab's, or
+    absent: a file of the user's of that name, a link or a folder in the way stops the sweep
+    before it runs."""
+    results, points = out / RESULTS, out / "points"
+    if os.path.lexists(results) and not _own_results(out):
+        raise FlowError(f"{results} is not the results file of a sweep trainfab ran (a file of "
+                        "yours, a link or one changed since): move it away or give another "
+                        "output folder")
+    if os.path.lexists(points) and (points.is_symlink() or not points.is_dir()):
+        raise FlowError(f"{points} is {'a symbolic link' if points.is_symlink() else 'a file'}, "
+                        "where a sweep keeps its points: move it away or give another output "
+                        "folder")
+
+
 def _cpus() -> int:
     """CPUs this process may use (its affinity mask where the system has one)."""
     try:
@@ -712,9 +742,17 @@ def _cpus() -> int:
 
 
 def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
-    if args.fresh:
-        (out / RESULTS).unlink(missing_ok=True)
-        shutil.rmtree(out / "points", ignore_errors=True)
+    if args.fresh:  # only what an earlier sweep wrote (the folder's manifests prove it)
+        from .runs import remove_owned
+
+        if _own_results(out):
+            (out / RESULTS).unlink()
+        if (out / "points").is_dir():
+            for point in sorted((out / "points").iterdir()):
+                if point.is_dir() and not point.is_symlink():
+                    remove_owned(point)
+            with contextlib.suppress(OSError):
+                (out / "points").rmdir()
     records = read_results(out / RESULTS)
     todo = [p for p in plan.points
             if p.hash not in records or records[p.hash].get("error")]
@@ -747,11 +785,14 @@ def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
     bar = progress.bar(len(todo), plan.unit.name, "points", enabled=bool(todo))
 
     def done(task, rec):
+        from .runs import record
+
         p = by_hash[task["hash"]]
         rec = {"hash": p.hash, "measures": {}, **rec}
         rec["point"] = p.values
         rec["config"] = config_dict(p.cfg)
         log.append(rec)
+        record(out, [RESULTS])  # the store is trainfab's: --fresh may remove it
         records[p.hash] = rec
         count[0] += 1
         progress.echo(f"[{count[0]}/{total}] {p.label}: {_summary(rec)} "
@@ -812,11 +853,24 @@ def _csv_cell(v) -> str:
     return str(v)
 
 
-def write_outputs(plan: Plan, records: dict, out: Path) -> dict:
-    """Write ``sweep.csv``, ``sweep.json``, ``sweep.md`` and the plots; return their paths
-    (and record them in the folder's manifest of trainfab's files, :mod:`flows.runs`)."""
-    from .runs import record, write_atomic
+#: the report files a sweep writes (plots come on top)
+REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md")
 
+
+def write_outputs(plan: Plan, records: dict, out: Path) -> dict:
+    """Write ``sweep.csv``, ``sweep.json``, ``sweep.md`` and the plots; return their paths.
+    They move into ``out`` together (:func:`flows.runs.staged`), replacing an earlier sweep's
+    report and plots; the resumable store (``results.jsonl``, ``points/``) stays."""
+    from .runs import staged
+
+    with staged(out, names=REPORT_FILES, keep=(RESULTS, "points"),
+                last=("sweep.md",)) as work:
+        plots = _write_report(plan, records, out, work)
+    return {"csv": out / "sweep.csv", "json": out / "sweep.json", "markdown": out / "sweep.md",
+            "plots": [out / p.name for p in plots]}
+
+
+def _write_report(plan: Plan, records: dict, out: Path, work: Path) -> list[Path]:
     rows = table(plan, records)
     cols = plan.columns
     buf = io.StringIO()
@@ -824,18 +878,16 @@ def write_outputs(plan: Plan, records: dict, out: Path) -> dict:
     w.writerow(cols)
     for row in rows:
         w.writerow([_csv_cell(row[c]) for c in cols])
-    paths = {"csv": out / "sweep.csv", "json": out / "sweep.json", "markdown": out / "sweep.md"}
-    write_atomic(paths["csv"], buf.getvalue())
+    (work / "sweep.csv").write_text(buf.getvalue())
     doc = {**plan.identity(), "columns": cols,
            "rows": [{**row, "hash": p.hash, "config": config_dict(p.cfg),
                      "verilog_sha256": records[p.hash].get("verilog_sha256")}
                     for row, p in zip(rows, plan.points)]}
-    write_atomic(paths["json"], json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
-    plots = write_plots(plan, rows, out)
-    write_atomic(paths["markdown"], markdown(plan, rows, plots, out))
-    paths["plots"] = plots
-    record(out, [p.name for p in (paths["csv"], paths["json"], paths["markdown"], *plots)])
-    return paths
+    (work / "sweep.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+                                     + "\n")
+    plots = write_plots(plan, rows, work)
+    (work / "sweep.md").write_text(markdown(plan, rows, plots, out))
+    return plots
 
 
 def plotted_columns(plan: Plan) -> list[str]:
@@ -844,19 +896,15 @@ def plotted_columns(plan: Plan) -> list[str]:
 
 def write_plots(plan: Plan, rows: list[dict], out: Path) -> list[Path]:
     """``<measure>_vs_<field>.png`` for every plotted column and every field with ≥ 2 values,
-    and :data:`FRONT_PLOT` when area and fmax were measured at two points or more (stale plots of other columns or fields that an earlier sweep wrote into ``out`` are
-    removed: only those the folder's manifest proves trainfab's,
-    :func:`flows.runs.remove_stale`)."""
-    from .runs import remove_stale
-
+    and :data:`FRONT_PLOT` when area and fmax were measured at two points or more, into
+    ``out`` (the sweep's private folder: an earlier sweep's plots that this one does not draw
+    go when the report moves into place)."""
     fields = [f for f, v in plan.grid.items() if len(v) > 1]
     want = [(c, f) for c in plotted_columns(plan) for f in fields]
     names = {f"{c}_vs_{f}.png" for c, f in want}
     front = front_points(rows) if {"area_um2", "fmax_mhz"} <= set(plotted_columns(plan)) else []
     if len(front) > 0 and len(_measured(rows)) >= 2:
         names.add(FRONT_PLOT)
-    remove_stale(out, [old.name for old in out.glob("*_vs_*.png")
-                       if old.name.split("_vs_")[0] in LABELS], keep=names)
     if not names:
         return []
     import matplotlib

@@ -175,18 +175,21 @@ def test_writer_errors(tmp_path):
     other = tmp_path / "gen"
     other.mkdir()
     (other / "manifest.json").write_text('{"unit": "fpraker.pe"}')
-    with pytest.raises(CaptureError, match="not a trainfab capture manifest"):
+    with pytest.raises(CaptureError, match="exists"):
         CaptureWriter(other, META)
     assert json.loads((other / "manifest.json").read_text()) == {"unit": "fpraker.pe"}
 
 
-def test_a_new_capture_replaces_the_old_one(tmp_path):
+def test_the_writer_never_replaces_a_capture(tmp_path):
+    """Replacing a capture is the output owner's job (train's private folder); the writer
+    refuses a folder that holds one and removes nothing."""
     d = tmp_path / "cap"
     _write(d, epochs=(1, 2, 3))
-    (d / "notes.txt").write_text("mine")
-    _write(d, epochs=(1,), seed=5)
-    assert captures.read_manifest(d)["epochs"] == [1]
-    assert sorted(p.name for p in d.iterdir()) == ["e001.npz", "manifest.json", "notes.txt"]
+    before = sorted(p.name for p in d.iterdir())
+    with pytest.raises(captures.CaptureError, match="exists"):
+        _write(d, epochs=(1,), seed=5)
+    assert sorted(p.name for p in d.iterdir()) == before
+    assert captures.read_manifest(d)["epochs"] == [1, 2, 3]
 
 
 # --- trainfab speedup on captures
@@ -328,6 +331,7 @@ def test_broken_captures_are_one_line_errors(tmp_path, capsys, build):
     (d / "e002.npz").unlink()
     line = _error_line([d], capsys)
     assert "lists e002.npz, which is missing" in line
+    d = tmp_path / "cap2"
     _write(d)
     man = json.loads((d / "manifest.json").read_text())
     (d / "manifest.json").write_text(json.dumps(man)[:-20])

@@ -35,7 +35,7 @@ def test_hbfp_tensor_stats_equal_a_direct_computation(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--hbfp-m", "17"], "m = 17 is invalid"),
+    (["--hbfp-m", "17"], "--hbfp-m 17 is invalid: allowed an integer in 2..16"),
     (["--hbfp-block", "0"], "--hbfp-block 0 is invalid"),
     (["--hbfp-rounding", "up"], "--hbfp-rounding 'up' is invalid"),
     ([], "non-finite value inf"),

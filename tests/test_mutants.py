@@ -215,7 +215,7 @@ class CellWithSumsFromTheLeft(_PatchedCell):
 ])
 def test_fast_array_with_a_broken_cell(cell, fails, tb_options, monkeypatch):
     monkeypatch.setattr(hdl.fast.array, "ArrayCell", cell)
-    failed = _run("fast.array", FMACArrayConfig(), None, tb_options)
+    failed = _run("fast.array", FMACArrayConfig(rows=2, cols=2, group=4), None, tb_options)
     assert fails <= set(failed), failed
 
 

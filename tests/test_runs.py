@@ -94,8 +94,9 @@ def test_failed_runs_leave_the_output_folder_as_it_was(tmp_path, capsys):
                         "-o", str(out)], capsys)
     # a yosys failure is one line: its own error message, and where its log went
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "yosys failed" in err and "ERROR" in err and "D.failed" in err
-    assert (tmp_path / "D.failed" / "yosys.log").exists()
+    assert "yosys failed" in err and "ERROR" in err and "D.failed-" in err
+    failed = list(tmp_path.glob("D.failed-*"))
+    assert len(failed) == 1 and (failed[0] / "yosys.log").exists() and str(failed[0]) in err
     assert _state(out) == before
     code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=2", "--clock-ns", "nan",
                         "-o", str(out)], capsys)
@@ -314,21 +315,33 @@ def test_the_suite_writes_into_its_own_build_folder():
 # --- files of the user's are never removed; the folder says what trainfab wrote
 
 
-def test_a_users_file_listed_in_an_old_report_is_kept(tmp_path, capsys):
-    """area.json may list anything (a user's edit, another tool, an old version): only files
-    the folder's manifest proves trainfab wrote, unchanged, are removed as stale."""
+def test_a_users_file_of_an_output_name_stops_the_run_before_it_starts(tmp_path, capsys):
+    """A file of the user's where the run writes one (area.json here) is never replaced: the
+    run stops at once (no synthesis) with one line naming it, and every file stays."""
     out = tmp_path / "D"
     out.mkdir()
     (out / "thesis.tex").write_text("my thesis")
     (out / "area.json").write_text('{"files": ["thesis.tex", "../outside.txt"]}')
-    (tmp_path / "outside.txt").write_text("mine too")
-    code, _, err = run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)], capsys)
-    assert code == 0, err
-    assert (out / "thesis.tex").read_text() == "my thesis"
-    assert (tmp_path / "outside.txt").read_text() == "mine too"
-    report = json.loads((out / "area.json").read_text())
-    assert "thesis.tex" not in report["files"]
-    assert set(runs.read_manifest(out)) == set(report["files"])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code, text, err = run(["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)],
+                          capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{out / 'area.json'} is a file trainfab did not write" in err
+    assert "synthesizing" not in text
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not list(tmp_path.glob("D.failed*"))
+
+
+def test_an_edited_report_is_not_overwritten(tmp_path, capsys):
+    """A file trainfab wrote and the user edited since is the user's now."""
+    out = tmp_path / "D"
+    assert run(["generate", "fpraker.encoder", "--set", "lanes=1", "-o", str(out)],
+               capsys)[0] == 0
+    (out / "fpraker_encoder.json").write_text("my notes")
+    code, _, err = run(["generate", "fpraker.encoder", "--set", "lanes=2", "-o", str(out)],
+                       capsys)
+    assert code == 2 and "changed since it wrote it" in err, err
+    assert (out / "fpraker_encoder.json").read_text() == "my notes"
 
 
 def test_stale_files_are_removed_only_when_trainfab_wrote_them_unchanged(tmp_path):
@@ -336,20 +349,40 @@ def test_stale_files_are_removed_only_when_trainfab_wrote_them_unchanged(tmp_pat
     with runs.staged(final) as work:
         for name in ("own.log", "edited.log", "linked.log"):
             (work / name).write_text(f"{name} as written")
+        (work / "sub").mkdir()
+        (work / "sub" / "own.txt").write_text("in a folder")
     (final / "edited.log").write_text("the user's notes")              # changed since
     (tmp_path / "elsewhere.log").write_text("linked.log as written")     # same content …
     (final / "linked.log").unlink()
     (final / "linked.log").symlink_to(tmp_path / "elsewhere.log")        # … behind a link
     (final / "user.log").write_text("never written by trainfab")
-    stale = ("own.log", "edited.log", "linked.log", "user.log", "../elsewhere.log")
-    with runs.staged(final, stale=stale) as work:
+    with runs.staged(final) as work:  # a run that writes other files: the old ones are stale
         (work / "new.log").write_text("new")
-    assert not (final / "own.log").exists()
+    assert not (final / "own.log").exists() and not (final / "sub").exists()
     assert (final / "edited.log").read_text() == "the user's notes"
     assert (final / "linked.log").is_symlink()
     assert (tmp_path / "elsewhere.log").read_text() == "linked.log as written"
     assert (final / "user.log").exists() and (final / "new.log").exists()
-    assert "own.log" not in runs.read_manifest(final)
+    assert set(runs.read_manifest(final)) == {"new.log"}
+
+
+def test_a_stale_folder_keeps_the_users_files(tmp_path):
+    final = tmp_path / "D"
+    with runs.staged(final) as work:
+        (work / "old").mkdir()
+        (work / "old" / "a.txt").write_text("a")
+    (final / "old" / "mine.txt").write_text("mine")
+    with runs.staged(final) as work:
+        (work / "b.txt").write_text("b")
+    assert sorted(p.name for p in (final / "old").iterdir()) == ["mine.txt"]
+
+
+def test_a_collection_folder_keeps_the_other_runs_files(tmp_path):
+    final = tmp_path / "D"
+    for name in ("a", "b"):
+        with runs.staged(final, collection=True) as work:
+            (work / f"{name}.md").write_text(name)
+    assert set(runs.read_manifest(final)) == {"a.md", "b.md"}
 
 
 def test_a_forged_manifest_cannot_reach_outside_the_folder(tmp_path):
@@ -372,7 +405,7 @@ def test_runs_leave_no_lock_files(tmp_path, capsys):
                  ["area", "fpraker.encoder", "--set", "lanes=1", "-o", str(tmp_path / "A")]):
         assert run(args, capsys)[0] == 0
     with runs.exclusive(tmp_path / "R", "report"):
-        assert (tmp_path / ".R.lock").exists()
+        assert (tmp_path / ".R.run.lock").exists()
     assert not list(tmp_path.glob(".*.lock")), list(tmp_path.glob(".*"))
 
 

@@ -13,8 +13,8 @@ from flows.cli import main
 from flows.studies.train import run as train_run
 from flows.studies.train.formats import FORMATS
 
-#: the test suite's configuration: every format, 2 epochs, 200 samples
-SMALL = ["--epochs", "2", "--limit", "200", "-j", "2"]
+#: the test suite's configuration: every format, 2 epochs, 100 samples
+SMALL = ["--epochs", "2", "--limit", "100", "-j", "2"]
 
 
 def _train(args, capsys=None):
@@ -24,7 +24,7 @@ def _train(args, capsys=None):
 
 @pytest.fixture(scope="module")
 def all_formats(tmp_path_factory):
-    """One run of every format on ``cnn`` (2 epochs, 200 samples), with a capture."""
+    """One run of every format on ``cnn`` (2 epochs, 100 samples), with a capture."""
     out = tmp_path_factory.mktemp("train")
     cap = tmp_path_factory.mktemp("capture")
     code = main(["train", "--model", "cnn", "--formats", "all", *SMALL, "--seed", "3",
@@ -37,7 +37,7 @@ def test_every_format_trains_and_reports(all_formats):
     assert code == 0
     doc = json.loads((out / "train.json").read_text())
     assert list(doc["formats"]) == list(FORMATS)
-    assert doc["config"]["epochs"] == 2 and doc["config"]["train_samples"] == 160
+    assert doc["config"]["epochs"] == 2 and doc["config"]["train_samples"] == 80
     for name, r in doc["formats"].items():
         assert r["diverged_at"] is None, name
         assert [e["epoch"] for e in r["epochs"]] == [1, 2], name

@@ -512,7 +512,7 @@ def test_dataset_errors(tmp_path):
     inf[0, 0] = np.inf
     cases = [
         (tmp_path / "missing.npz", "no such file"),
-        (txt, "not a readable .npz"),
+        (txt, "not an .npz archive"),
         (npy, "not an .npz archive"),
         (_bad(tmp_path, "nox.npz", y=y), "no array 'x'"),
         (_bad(tmp_path, "noy.npz", x=x, labels=y), r"no array 'y' \(arrays: x, labels\)"),
@@ -526,7 +526,7 @@ def test_dataset_errors(tmp_path):
         (_bad(tmp_path, "one.npz", x=x, y=np.zeros(20, int)), "at least 2 classes"),
         (_bad(tmp_path, "few.npz", x=x[:5], y=y[:5]), "4 training and 1 test"),
         (_bad(tmp_path, "obj.npz", x=np.array([[1, "a"]] * 20, dtype=object), y=y),
-         "not a readable|unreadable array"),
+         "an object array"),
     ]
     for path, message in cases:
         with pytest.raises(DatasetError, match=message) as e:

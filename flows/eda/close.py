@@ -265,7 +265,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     tried), ``chosen`` (a depth, or ``None``), ``best`` and ``best_path`` (the depth with the
     best slack and its critical path), ``outdir``.  With ``max_fanout`` every depth is timed
     with buffer trees on its high-fanout nets (:func:`flows.eda.synth.area`)."""
-    from ..runs import check_output, staged
+    from ..runs import precheck, staged
     from .fanout import check_max_fanout
     from .synth import check_clock
     from .tools import liberty as find_liberty
@@ -276,7 +276,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
                         f"{', '.join(pipelined_units()) or 'none'}")
     clock_ns = check_clock(clock_ns)
     check_max_fanout(max_fanout)
-    final = check_output(outdir or build_dir() / "close" / unit.name)
+    final = precheck(outdir or build_dir() / "close" / unit.name)
     require("yosys")
     require("sta")
     lib = find_liberty(liberty).resolve()
@@ -284,6 +284,32 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     top = max_depth(base)
     low = min_depth(base)
     depths = list(range(low, top + 1))
+    toml_name = f"{unit.name}.toml"
+    # the whole folder moves into place when the run ends: an interrupted or failed run
+    # leaves the earlier run's folder whole, and two runs into one folder never mix
+    with staged(final, names=(toml_name, "area.json", "area.md", "close.json", "close.md"),
+                last=("close.md", "close.json")) as work:
+        result = _search(unit, base, clock_ns, lib, flop, depths, jobs, max_fanout, work,
+                         final)
+        cfg = dataclasses.replace(base, pipeline=result["best"])
+        note = (f"trainfab close {unit.name} --clock-ns {clock_ns:g}: "
+                + (f"the smallest pipeline depth that meets {clock_ns:g} ns"
+                   if result["chosen"] is not None else
+                   f"no depth meets {clock_ns:g} ns; the depth with the best slack"))
+        (work / toml_name).write_text(config_toml(unit, cfg, note))
+        src = work / f"pipeline{result['best']}"
+        for name in ("area.json", "area.md"):
+            shutil.copyfile(src / name, work / name)
+        (work / "close.md").write_text(_markdown(unit, result))
+        (work / "close.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    result["outdir"] = str(final)
+    return result
+
+
+def _search(unit, base, clock_ns, lib, flop, depths, jobs, max_fanout, work, final) -> dict:
+    """Synthesize the depths (``jobs`` at a time) into ``work/pipeline<d>`` until one meets
+    ``clock_ns``; the result without its files."""
+    low, top = depths[0], depths[-1]
     rows: list[dict] = []
     reports: dict[int, dict] = {}
     progress.echo(f"{unit.name}: pipeline depths {low}..{top} at {clock_ns:g} ns "
@@ -296,7 +322,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
                           f"synthesizing …")
         tasks = [{"unit": unit.name, "config": {**_config(base), "pipeline": d},
                   "clock_ns": clock_ns, "liberty": str(lib),
-                  "outdir": str(final / f"pipeline{d}"),
+                  "outdir": str(work / f"pipeline{d}"),
                   **({"max_fanout": max_fanout} if max_fanout is not None else {})}
                  for d in batch]
         for d, r in zip(batch, _run_batch(tasks, jobs)):
@@ -317,46 +343,10 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     b = reports[best]
     best_path = (f"critical path {b.get('startpoint')} → {b.get('endpoint')}, "
                  f"{_cell(b.get('critical_path_ns'), '{:.3f}')} ns")
-    toml_name = f"{unit.name}.toml"
-    result = {"unit": unit.name, "clock_ns": clock_ns, "liberty": str(lib),
-              "base": _config(base), "max_depth": top, "rows": rows, "chosen": chosen,
-              "best": best, "best_path": best_path, "flop": flop, "toml": toml_name,
-              "max_fanout": max_fanout}
-    with staged(final, stale=(toml_name, "area.json", "area.md", "close.json", "close.md"),
-                last=("close.md", "close.json")) as work:
-        cfg = dataclasses.replace(base, pipeline=best)
-        note = (f"trainfab close {unit.name} --clock-ns {clock_ns:g}: "
-                + (f"the smallest pipeline depth that meets {clock_ns:g} ns"
-                   if chosen is not None else
-                   f"no depth meets {clock_ns:g} ns; the depth with the best slack"))
-        (work / toml_name).write_text(config_toml(unit, cfg, note))
-        src = final / f"pipeline{best}"
-        for name in ("area.json", "area.md"):
-            shutil.copyfile(src / name, work / name)
-        (work / "close.md").write_text(_markdown(unit, result))
-        (work / "close.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
-    _remove_old_depths(final, {row["pipeline"] for row in rows})
-    result["outdir"] = str(final)
-    return result
-
-
-def _remove_old_depths(final: Path, tried: set) -> None:
-    """Remove the ``pipeline<d>/`` folders an earlier run left in ``final`` for depths this
-    run did not try: only the files their manifest proves trainfab wrote, and the folder when
-    nothing else is left in it."""
-    import re
-
-    from ..runs import MANIFEST, read_manifest, remove_stale
-
-    for folder in final.glob("pipeline*"):
-        match = re.fullmatch(r"pipeline(\d+)", folder.name)
-        if not match or int(match.group(1)) in tried or not folder.is_dir() \
-                or folder.is_symlink():
-            continue
-        remove_stale(folder, read_manifest(folder))
-        if [p.name for p in folder.iterdir()] == [MANIFEST]:
-            (folder / MANIFEST).unlink()
-            folder.rmdir()
+    return {"unit": unit.name, "clock_ns": clock_ns, "liberty": str(lib),
+            "base": _config(base), "max_depth": top, "rows": rows, "chosen": chosen,
+            "best": best, "best_path": best_path, "flop": flop,
+            "toml": f"{unit.name}.toml", "max_fanout": max_fanout}
 
 
 def _config(cfg) -> dict:

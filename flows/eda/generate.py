@@ -111,13 +111,16 @@ def default_outdir(unit: Unit) -> Path:
 
 def generate(unit: Unit, cfg, outdir: Path | None = None) -> dict:
     """Write ``<top>.v`` and ``<top>.json`` (the manifest) into ``outdir``; return the manifest."""
-    from ..runs import check_output, staged
+    from ..runs import check_output, precheck, staged
 
     outdir = check_output(outdir or default_outdir(unit))
+    names = (f"{unit.top}.v", f"{unit.top}.json")
+    precheck(outdir, names)
     text, fields = convert(unit, cfg)
     man = manifest(unit, cfg, text, fields)
-    # both files move in together: concurrent runs never leave a manifest beside other Verilog
-    with staged(outdir, last=(f"{unit.top}.json",)) as work:
+    # both files move in together: concurrent runs never leave a manifest beside other
+    # Verilog; a folder may collect several units' Verilog
+    with staged(outdir, names=names, last=names[1:], collection=True) as work:
         (work / f"{unit.top}.v").write_text(text)
         (work / f"{unit.top}.json").write_text(json.dumps(man, indent=2) + "\n")
     man["verilog"] = str(outdir / f"{unit.top}.v")

@@ -87,9 +87,23 @@ if {{[llength $f] == 0}} {{ puts "NONE {k} from" }} elseif {{[llength $t] == 0}}
 
 def load_run(folder: Path) -> tuple[dict, Path]:
     """``(run, netlist)`` of an area folder: ``run`` holds ``top``, ``liberty``, ``clock_ns``
-    and ``has_clock``."""
+    and ``has_clock``.  A ``close`` folder is read through the synthesis of its chosen depth
+    (``pipeline<d>/``, which its ``close.json`` names)."""
     from .. import registry
+    from .synth import check_clock
 
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FlowError(f"{folder}: not a folder (give a folder written by `trainfab area`)")
+    close = folder / "close.json"
+    if close.is_file() and not any(folder.glob("*.mapped.v")):
+        try:
+            best = json.loads(close.read_text())["best"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise FlowError(f"{close}: not a close report ({e})") from None
+        if not isinstance(best, int) or isinstance(best, bool) or best < 0:
+            raise FlowError(f"{close}: its chosen depth {best!r} is not a pipeline depth")
+        folder = folder / f"pipeline{best}"
     report = folder / "area.json"
     if not report.is_file():
         raise FlowError(f"{folder}: no area.json (give a folder written by `trainfab area`)")
@@ -97,9 +111,17 @@ def load_run(folder: Path) -> tuple[dict, Path]:
         r = json.loads(report.read_text())
         unit = registry.get(r["unit"])
         run = {"unit": unit.name, "top": unit.top, "liberty": r["liberty"],
-               "clock_ns": float(r["clock_ns"])}
-    except (ValueError, KeyError, TypeError) as e:
+               "clock_ns": r["clock_ns"]}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise FlowError(f"{report}: not an area report ({e})") from None
+    try:
+        run["clock_ns"] = check_clock(run["clock_ns"])
+    except FlowError:
+        raise FlowError(f"{report}: clock_ns {run['clock_ns']!r} is not a clock period "
+                        "trainfab times at (a number of nanoseconds from 0.01 to 100000)") \
+            from None
+    if not isinstance(run["liberty"], str):
+        raise FlowError(f"{report}: not an area report (liberty {run['liberty']!r})")
     netlist = folder / f"{run['top']}.mapped.v"
     if not netlist.is_file():
         raise FlowError(f"{folder}: no mapped netlist {netlist.name}")

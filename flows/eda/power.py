@@ -345,7 +345,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     from .power_cells import cell_models
     from tb.common.power import OPERANDS_ENV, WINDOW_ENV
     from .power_vcd import activity
-    from ..runs import check_output, staged
+    from ..runs import precheck, staged
     from .simulate import SIMULATORS, run_testbench
     from .tools import liberty as find_liberty
     from .tools import require, versions
@@ -358,7 +358,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     if not hasattr(tb, "power_run"):
         raise FlowError(f"{unit.name}: its testbench {unit.testbench_module} has no power_run test "
                         f"(the contract is in flows/eda/power.py)")
-    final = check_output(outdir or build_dir() / "power" / unit.name)
+    final = precheck(outdir or build_dir() / "power" / unit.name, POWER_FILES)
     if operands is not None and str(operands) in MODEL_OPERANDS:
         from ..studies import models
         ops = models.power_operands(str(operands), operand_shapes(cfg, 1))
@@ -384,7 +384,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
     seconds = {}
     # the four phases on a bar with the time left (standard error, a terminal only)
     with progress_bar(len(PHASES), f"{unit.name} power", "phases") as bar, \
-            staged(final, stale=set(POWER_FILES)) as work:
+            staged(final, names=POWER_FILES) as work:
         src = f"{unit.top}.v"
         (work / src).write_text(text)
         bar.set_postfix(PHASES[0])

@@ -36,6 +36,7 @@ import functools
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -233,6 +234,8 @@ def _run(cmd, log: Path, what: str, timeout: float = 3600) -> str:
         raise FlowError(f"{what} did not finish within {timeout:.0f} s") from None
     out = proc.stdout + proc.stderr
     log.write_text(out)
+    if proc.returncode in (-signal.SIGINT, -signal.SIGTERM):
+        raise KeyboardInterrupt  # Ctrl-C reached the tool too (its process group)
     if proc.returncode != 0:
         raise FlowError(f"{what} failed (exit {proc.returncode}): {tool_error(out)}")
     return out
@@ -494,29 +497,11 @@ def check_clock(clock_ns) -> float:
     return value
 
 
-#: every file an area run may write into its output folder (for ``<top>``); an earlier run's
-#: files that a new run does not write are removed when the new run's files move in, if the
-#: folder's manifest proves that trainfab wrote them and they are unchanged (:mod:`flows.runs`)
+#: files every area run writes into its output folder (for ``<top>``): checked before the
+#: synthesis (a file of the user's of one of these names stops the run at once)
 def _area_files(top: str) -> tuple[str, ...]:
-    return (f"{top}.v", f"{top}.mapped.v", f"{top}.unbuffered.mapped.v", f"{top}.hier.mapped.v",
-            "synth.ys", "synth_hier.ys",
-            "yosys.log", "yosys_hier.log", "yosys.out", "yosys_hier.out", "stat_generic.json",
-            "stat_mapped.json", "stat_generic_hier.json", "stat_mapped_hier.json", "timing.tcl",
-            "timing.log", ".history_sta", "area.json", "area.md",
-            # the retiming recipe's (retime_scripts)
-            "synth_aig.ys", "yosys_aig.log", "yosys_aig.out", "retime.abc", "retime.log",
-            f"{top}.aig", f"{top}.aig.map", f"{top}.ports.map", f"{top}.retimed.aig")
-
-
-def _previous_files(outdir: Path) -> set[str]:
-    """The files an earlier area run in ``outdir`` listed in its ``area.json``: candidates for
-    removal only (anyone can edit ``area.json``; :func:`flows.runs.install` removes a listed
-    file only when the folder's manifest proves it trainfab's)."""
-    try:
-        files = json.loads((outdir / "area.json").read_text()).get("files", [])
-        return {f for f in files if isinstance(f, str) and "/" not in f}
-    except (OSError, ValueError, AttributeError):
-        return set()
+    return (f"{top}.v", f"{top}.mapped.v", "synth.ys", "yosys.log", "stat_generic.json",
+            "stat_mapped.json", "timing.tcl", "timing.log", "area.json", "area.md")
 
 
 def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
@@ -557,7 +542,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     instance of the design.
     """
     from ..progress import Phases, config_key
-    from ..runs import check_output, staged
+    from ..runs import precheck, staged
 
     from .fanout import check_max_fanout
 
@@ -565,12 +550,11 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     check_max_fanout(max_fanout)
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
-    final = check_output(outdir or build_dir() / "area" / unit.name)
+    final = precheck(outdir or build_dir() / "area" / unit.name, _area_files(unit.top))
     text, fields = convert(unit, cfg, factory)
     paths = check_breakdown_paths(unit, text, cfg) if breakdown else None
     if retime is None:
         retime = unit.retimes(cfg)
-    stale = set(_area_files(unit.top)) | _previous_files(final)
     timings = _timings()
     key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
                       "liberty": str(lib), "breakdown": breakdown,
@@ -580,7 +564,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
     phases = Phases(unit.name, estimate=estimate, enabled=progress)
     started = time.monotonic()
-    with phases, staged(final, stale=stale, last=("area.md", "area.json")) as work:
+    with phases, staged(final, last=("area.md", "area.json")) as work:
         source = f"{unit.top}.v"
         (work / source).write_text(text)
         if retime:
@@ -678,7 +662,8 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
                                          for b in blocks],
                            "yosys_script_hierarchical": hier["script"]})
             report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
-        report["files"] = sorted([p.name for p in work.iterdir() if p.is_file()]
+        report["files"] = sorted([p.name for p in work.iterdir()
+                                  if p.is_file() and not p.name.startswith(".")]
                                  + ["area.json", "area.md"])
         text = markdown(report)
         if breakdown and unit.breakdown_table:

@@ -106,11 +106,32 @@ def timing(chosen: list[ClockTarget], *, liberty: str = "osu018", jobs: int = 1,
     """Synthesize every target (``jobs`` at a time, the large ones first); the rows in the
     targets' order and the output folder.  Writes ``timing.json`` and ``timing.md`` there
     (the page stamped with ``command``)."""
-    out = Path(outdir) if outdir else build_dir() / "timing"
-    out.mkdir(parents=True, exist_ok=True)
+    from ..runs import precheck, staged
+
+    out = precheck(Path(outdir) if outdir else build_dir() / "timing",
+                   ("timing.json", "timing.md"))
     order = sorted(range(len(chosen)), key=lambda k: not chosen[k].large)
-    tasks = [_task(chosen[k], liberty, out) for k in order]
-    echo(f"timing: {len(tasks)} syntheses ({jobs} at a time); output {out}")
+    # the whole folder moves into place when every synthesis is done: an interrupted run
+    # leaves the earlier table and its syntheses whole
+    with staged(out, names=("timing.json", "timing.md"), last=("timing.md", "timing.json")) \
+            as work:
+        tasks = [_task(chosen[k], liberty, work) for k in order]
+        echo(f"timing: {len(tasks)} syntheses ({jobs} at a time); output {out}")
+        reports = _synthesize_all(chosen, order, tasks, jobs, echo)
+        rows = [row(chosen[k], reports[k]) for k in range(len(chosen))]
+        result = {"liberty": liberty, "max_fanout": MAX_FANOUT, "rows": rows,
+                  "outdir": str(work)}
+        (work / "timing.json").write_text(json.dumps(result, indent=1))
+        (work / "timing.md").write_text(markdown(result, command))
+    result["outdir"] = str(out)
+    for r in rows:
+        if r.get("outdir"):
+            r["outdir"] = r["outdir"].replace(str(work), str(out), 1)
+    return result
+
+
+def _synthesize_all(chosen, order, tasks, jobs, echo) -> dict:
+    """Every task's area report by the target's index (``jobs`` at a time), a line each."""
     start = time.monotonic()
     reports = {}
 
@@ -134,11 +155,7 @@ def timing(chosen: list[ClockTarget], *, liberty: str = "osu018", jobs: int = 1,
                 k = futures[future]
                 reports[k] = future.result()
                 done(k, reports[k])
-    rows = [row(chosen[k], reports[k]) for k in range(len(chosen))]
-    result = {"liberty": liberty, "max_fanout": MAX_FANOUT, "rows": rows, "outdir": str(out)}
-    (out / "timing.json").write_text(json.dumps(result, indent=1))
-    (out / "timing.md").write_text(markdown(result, command))
-    return result
+    return reports
 
 
 def _num(v, fmt: str) -> str:
@@ -214,17 +231,17 @@ HELP = "every pipelined unit at the configuration that closes its timing (the cl
 
 
 def cmd(args) -> int:
-    from ..report import check_markdown_path
+    from ..runs import check_target_file, write_atomic
 
     chosen = targets(args.units)
     if args.markdown:
-        check_markdown_path(args.markdown)
+        check_target_file(args.markdown)
     command = "trainfab timing" + (f" --markdown {args.markdown}" if args.markdown else "")
     r = timing(chosen, liberty=args.liberty, jobs=args.jobs,
                outdir=Path(args.output) if args.output else None, command=command)
     print(table(r["rows"]))
     if args.markdown:
-        Path(args.markdown).write_text((Path(r["outdir"]) / "timing.md").read_text())
+        write_atomic(args.markdown, (Path(r["outdir"]) / "timing.md").read_text())
     out = Path(r["outdir"])
     print(f"written: {out}/timing.md, {out}/timing.json"
           + (f", {args.markdown}" if args.markdown else ""))

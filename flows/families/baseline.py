@@ -42,7 +42,7 @@ UNITS = (
          # 2x4: 17 s, 4x4: a minute on Icarus at the standard size
          full_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
          test_sizes={"quick": 300, "standard": 2000, "full": 20000},
-         synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
+         synth_overrides={"rows": 2, "cols": 1, "lanes": 2},
          paper_test_effort="full",
          breakdown=("pe*.products", "pe*.exponent", "pe*.lanes", "pe*.accumulator"),
          breakdown_table="flows.families.fpraker:table_iii", synth_share=False,

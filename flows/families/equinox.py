@@ -112,6 +112,11 @@ def hbfp_stats(path, *, m: int = 8, block: int = 64, rounding: str = "floor",
 
     from golden.equinox.hbfp import ROUNDINGS, HBFPInputError, bfp_dequantize, bfp_quantize
 
+    from golden.equinox.hbfp import M_RANGE
+
+    if isinstance(m, bool) or not isinstance(m, int) or not M_RANGE[0] <= m <= M_RANGE[1]:
+        raise FlowError(f"--hbfp-m {m!r} is invalid: allowed an integer in "
+                        f"{M_RANGE[0]}..{M_RANGE[1]}")
     if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1 << 16:
         raise FlowError(f"--hbfp-block {block!r} is invalid: allowed an integer in 1..65536")
     if rounding not in ROUNDINGS[:3]:
@@ -174,9 +179,11 @@ TENSOR_ANALYSES = (
         name="hbfp", summary="HBFP quantization error (RRMSE) and storage per tensor",
         run=hbfp_stats, markdown=hbfp_markdown,
         options=((("--hbfp-m",), {"dest": "m", "type": int, "default": 8,
-                                  "help": "HBFP mantissa bits, two's complement (default 8)"}),
+                                  "help": "HBFP mantissa bits, two's complement, 2 to 16 "
+                                          "(default 8)"}),
                  (("--hbfp-block",), {"dest": "block", "type": int, "default": 64,
-                                      "help": "values per shared exponent (default 64)"}),
+                                      "help": "values per shared exponent, 1 to 65,536 "
+                                              "(default 64)"}),
                  (("--hbfp-rounding",), {"dest": "rounding", "default": "floor",
                                          "help": "floor, rne or rtz (default floor)"}))),
 )

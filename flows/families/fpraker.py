@@ -61,7 +61,7 @@ UNITS = (
          # make test: 150 random groups per configuration (4-12 s each on Icarus); the full
          # effort runs 2,500 per configuration and the paper's 8x8 on Verilator
          test_sizes={"quick": 100, "standard": 150, "full": 2500},
-         synth_overrides={"rows": 2, "cols": 2, "lanes": 2},
+         synth_overrides={"rows": 2, "cols": 1, "lanes": 2},
          paper_test_effort="full",
          breakdown=("pe*.lanes", "pe*.accumulator", "col*.encoder", "xb*", "bbuf*"),
          breakdown_table="flows.families.fpraker:table_iii", synth_share=False,

@@ -80,6 +80,11 @@ class CaptureError(FlowError, ValueError):
     """A capture that cannot be written or read; the message is one line naming the problem."""
 
 
+def _short(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 20 else text[:19] + "…"
+
+
 def epoch_file(epoch: int) -> str:
     """The file name of an epoch's operands: ``e<epoch:03d>.npz``."""
     return f"e{epoch:03d}.npz"
@@ -119,9 +124,9 @@ class CaptureWriter:
     Parameters
     ----------
     directory : path
-        The capture folder, created if needed.  A capture already in it (an earlier run's) is
-        replaced: its manifest and the epoch files it lists are removed.  A folder whose
-        ``manifest.json`` is not a capture's is refused.
+        The capture folder, created if needed, without a ``manifest.json``: the writer never
+        replaces or removes a file (``trainfab train`` writes its captures into a private
+        folder that replaces the capture folder whole, :mod:`flows.runs`).
     meta : dict
         The run, copied into the manifest: ``model``, ``format``, ``seed``, ``batch_size``,
         ``dataset`` (any JSON values; the keys of :data:`RESERVED` are refused).
@@ -155,27 +160,17 @@ class CaptureWriter:
         self._pending_gemms: list[dict] = []
         self._seen: set = set()
         self._closed = False
-        self._replace_old()
+        self._refuse_old()
         self._write_manifest()
 
     # --- the folder
 
-    def _replace_old(self) -> None:
+    def _refuse_old(self) -> None:
         path = self.directory / MANIFEST
-        if not path.exists():
-            return
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, ValueError):
-            old = None
-        if not isinstance(old, dict) or old.get("kind") != KIND:
-            raise CaptureError(f"{path} exists and is not a trainfab capture manifest; give an "
-                               "empty or new folder to capture into")
-        files = {g.get("file") for g in old.get("gemms", []) if isinstance(g, dict)}
-        for name in files:
-            if isinstance(name, str) and _EPOCH_FILE.fullmatch(name):
-                (self.directory / name).unlink(missing_ok=True)
-        path.unlink()
+        if os.path.lexists(path):
+            raise CaptureError(f"{path} exists: a capture is written into a new folder (trainfab "
+                               "train replaces a capture folder whole, through its private "
+                               "folder)")
 
     def _manifest(self) -> dict:
         return {"kind": KIND, "version": VERSION, **self.meta, "complete": self.complete,
@@ -331,9 +326,13 @@ def read_manifest(directory, check_files: bool = True) -> dict:
     if not isinstance(man, dict) or man.get("kind") != KIND:
         raise CaptureError(f"{path}: not a trainfab capture manifest (kind "
                            f"{str(man.get('kind') if isinstance(man, dict) else None)[:40]!r})")
-    if man.get("version") != VERSION:
-        raise CaptureError(f"{path}: capture version {str(man.get('version'))[:20]} is not "
-                           f"supported (this trainfab reads version {VERSION})")
+    version = man.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CaptureError(f"{path}: capture version {_short(version)} is not a number (this "
+                           f"trainfab reads version {VERSION})")
+    if version != VERSION:
+        raise CaptureError(f"{path}: capture version {version} is not supported (this "
+                           f"trainfab reads version {VERSION})")
     gemms = man.get("gemms")
     if not isinstance(gemms, list):
         raise CaptureError(f"{path}: 'gemms' is not a list")
@@ -489,7 +488,11 @@ def capture_stats(directory, analysis, options: dict, progress=None) -> dict:
                     prog = ((lambda name, done, total, p=prefix: progress(f"{p}: {name}", done,
                                                                           total))
                             if progress else None)
-                    result = analysis.run(part, progress=prog, **options)
+                    try:
+                        result = analysis.run(part, progress=prog, **options)
+                    except FlowError as e:  # name the capture's file, not the private copy
+                        raise FlowError(str(e).replace(str(part), f"{path} ({kind}s)")) \
+                            from None
                     result["file"] = f"{path} ({kind}s)"
                     rec["kinds"][kind] = result
                     part.unlink()

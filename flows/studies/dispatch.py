@@ -43,6 +43,8 @@ POLICIES = ("priority", "fair", "inf_only")
 #: measured cycles per run ``--cycles`` accepts (memory and time grow with them: 2 M cycles
 #: take about 70 MB and 3 s a run, and a study makes three runs per load)
 CYCLES_RANGE = (1000, 10_000_000)
+#: measured cycles per run of `trainfab study dispatch` (default of --cycles)
+CYCLES_DEFAULT = 200_000
 #: the most load points a study runs
 MAX_LOADS = 1000
 #: the loads accepted (fractions of the inference-only capacity)
@@ -277,19 +279,25 @@ def plot(res: dict, path: Path) -> None:
     plt.close(fig)
 
 
+#: the files the study writes into its output folder
+OUTPUTS = ("dispatch.md", "dispatch.png", "dispatch.json")
+
+
 def write(res: dict, outdir: Path | None = None) -> dict:
     """Write ``dispatch.md``, ``dispatch.png`` and ``dispatch.json`` into ``outdir`` (default
     ``build/study/dispatch``); returns their paths."""
-    from ..runs import check_output, staged
+    from ..runs import staged
 
-    outdir = check_output(outdir or build_dir() / "study" / "dispatch")
+    outdir = outdir or build_dir() / "study" / "dispatch"
     names = {"markdown": "dispatch.md", "plot": "dispatch.png", "json": "dispatch.json"}
-    with staged(outdir, last=("dispatch.json",)) as work:
+    with staged(outdir, names=OUTPUTS, last=("dispatch.json",)) as work:
         (work / names["markdown"]).write_text(markdown(res))
         (work / names["json"]).write_text(json.dumps(res, indent=2, default=float) + "\n")
         plot(res, work / names["plot"])
-    paths = {k: outdir / v for k, v in names.items()}
-    return paths
+    from ..runs import resolve
+
+    outdir = resolve(outdir)
+    return {k: outdir / v for k, v in names.items()}
 
 
 def parse_loads(text: str) -> list[float]:
@@ -329,9 +337,9 @@ def parse_loads(text: str) -> list[float]:
 def main_dispatch(cfg, loads, cycles: int, seed: int, outdir=None, quiet: bool = False) -> dict:
     """``trainfab study dispatch``: run, write, print the summary; progress on stderr.  The
     output folder and the numbers are checked before anything runs."""
-    from ..runs import check_output
+    from ..runs import precheck
 
-    check_output(outdir or build_dir() / "study" / "dispatch")
+    precheck(outdir or build_dir() / "study" / "dispatch", OUTPUTS)
     lo, hi = CYCLES_RANGE
     if isinstance(cycles, bool) or not isinstance(cycles, int) or not lo <= cycles <= hi:
         raise FlowError(f"--cycles {cycles}: give {lo:,} to {hi:,} measured cycles per run")
@@ -360,4 +368,4 @@ def main_dispatch(cfg, loads, cycles: int, seed: int, outdir=None, quiet: bool =
 __all__ = ["LOADS", "POLICIES", "CYCLES_RANGE", "MAX_LOADS", "LOAD_RANGE", "TARGET", "Point",
            "p99", "arrivals", "run_point", "max_load",
            "format_ratio", "dispatch_study", "markdown", "plot", "write", "parse_loads",
-           "main_dispatch"]
+           "main_dispatch", "CYCLES_DEFAULT", "OUTPUTS"]

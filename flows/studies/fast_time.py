@@ -53,12 +53,15 @@ analogue of the paper's Fig. 19).
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 
 from golden.fast.numerics import G as GROUP
 from golden.fast.numerics import rounds
+
+from .. import FlowError
 
 #: the clock every array runs at (the paper's assumption)
 CLOCK_HZ = 500e6
@@ -98,7 +101,7 @@ PAPER = {
 _WIDTH_OF = {"fwd": ("a", "w"), "bwd_data": ("g", "w"), "wgrad": ("a", "g")}
 
 
-class FastTimeError(ValueError):
+class FastTimeError(FlowError, ValueError):
     """A run folder the study cannot use; the message is one line."""
 
 
@@ -116,10 +119,17 @@ def load_run(run_dir: Path) -> dict:
         ``fast`` run without the width record.
     """
     run_dir = Path(run_dir)
+    if os.path.lexists(run_dir) and not run_dir.is_dir():
+        raise FastTimeError(f"{run_dir}: a file, not the output folder of `trainfab train`")
     if not run_dir.is_dir():
         raise FastTimeError(f"{run_dir}: no such run folder")
     path = run_dir / "train.json"
     if not path.is_file():
+        from .captures import MANIFEST as CAPTURE_MANIFEST
+
+        if (run_dir / CAPTURE_MANIFEST).is_file():
+            raise FastTimeError(f"{run_dir}: a capture folder of `trainfab train --capture`; "
+                                "give the run's output folder (-o of trainfab train)")
         raise FastTimeError(f"{path}: no such file (run trainfab train first)")
     try:
         data = json.loads(path.read_text())
@@ -259,6 +269,18 @@ def time_to_accuracy(epoch_cycles: list, epochs: list, target: float | None) -> 
 
 
 def fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
+    """:func:`_fast_time_study`, with a run whose records do not have the shapes they should
+    (an edited or foreign ``train.json``) as one :class:`FastTimeError` naming it."""
+    try:
+        return _fast_time_study(run_dir, out_dir, progress=progress)
+    except FastTimeError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, StopIteration) as e:
+        raise FastTimeError(f"{Path(run_dir) / 'train.json'}: the run's records cannot be "
+                            f"priced ({type(e).__name__}: {e})") from None
+
+
+def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
     """Price a finished run's FAST training on the fMAC array and on the other formats'
     iso-area arrays, find each one's time to accuracy, and write ``fast_time.json``,
     ``fast_time.md`` and ``widths.png`` into ``out_dir`` (module docstring for the model).

@@ -211,13 +211,15 @@ def plot(res: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def fpraker_rows_study(base, out: Path, capture=None, seed: int = 1, progress=None) -> dict:
+def fpraker_rows_study(base, out: Path, capture=None, seed: int = 1, progress=None,
+                       operands=None) -> dict:
     """Run the study (module docstring) into the folder ``out``: ``fpraker_rows.md``,
     ``.json`` and ``.png``.  ``base``: the tile configuration whose other fields every tile
-    keeps; ``capture``: a capture folder, else the synthetic operands of ``seed``."""
+    keeps; ``capture``: a capture folder, else the synthetic operands of ``seed``
+    (``operands``: :func:`capture_operands` of ``capture`` when the caller read them already)."""
     t0 = time.monotonic()
     if capture is not None:
-        operands = capture_operands(capture)
+        operands = operands if operands is not None else capture_operands(capture)
         source = f"the last captured epoch of `{capture}` (serial as captured)"
     else:
         operands = synthetic_operands(seed)

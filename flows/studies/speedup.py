@@ -147,6 +147,8 @@ PAPER_SPLIT = {"zero terms": 0.09, "out-of-bounds": 0.352, "BDC": 0.058}
 #: memory, LPDDR4-3200 with 4 channels of 16 bits: 4 x 2 bytes x 3.2e9 transfers/s
 CLOCK_HZ = 600e6
 DRAM_BYTES_PER_S = 4 * 2 * 3.2e9
+#: the ``--area-ratio`` values accepted (the baseline tile's area over FPRaker's)
+AREA_RATIO_RANGE = (0.001, 1000.0)
 #: area units whose ``area.json`` gives our tile-area ratio
 AREA_UNITS = ("baseline.bf16_tile", "fpraker.tile")
 #: naming rule: suffix -> (pair kind, role)
@@ -189,8 +191,9 @@ def add_arguments(p) -> None:
                    help="small run: model = 1 layer, 16 tokens, 64 weight rows; files and "
                         "captures = 16 rows per operand")
     p.add_argument("--area-ratio", type=float, metavar="R",
-                   help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup "
-                        "(default: from build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
+                   help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup, "
+                        f"{AREA_RATIO_RANGE[0]:g} to {AREA_RATIO_RANGE[1]:g} (default: from "
+                        "build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
     p.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
                    help="also run the ablations (zero values only skipped; no out-of-bounds "
                         "skipping) and the memory model with and without base-delta "
@@ -503,8 +506,10 @@ def area_ratio(override: float | None, tile=None) -> tuple[float | None, str]:
     the ratio of the 8 × 8 tiles the cycles are counted on (each encoder, exponent block and B
     buffer serves fewer PEs), so ``how`` then says why "ours" is not given."""
     if override is not None:
-        if not (math.isfinite(override) and override > 0):
-            raise FlowError(f"--area-ratio {override}: must be a positive number")
+        lo, hi = AREA_RATIO_RANGE
+        if not (math.isfinite(override) and lo <= override <= hi):
+            raise FlowError(f"--area-ratio {override}: give the tiles' area ratio, a number "
+                            f"from {lo:g} to {hi:g}")
         return override, f"--area-ratio {override:g} (given on the command line)"
     areas, configs = {}, {}
     for unit in AREA_UNITS:
@@ -548,8 +553,18 @@ def _f(v, fmt="{:.2f}") -> str:
     if v is None:
         return "not measured"
     if isinstance(v, float) and math.isinf(v):
-        return "inf"
+        return "unbounded"
     return fmt.format(v)
+
+
+def _x(v) -> str:
+    """A ratio as ``1.23x``; ``unbounded`` where its denominator is zero (a serial operand
+    without a non-zero term: no cycle of work), ``not measured`` without a value."""
+    if v is None:
+        return "not measured"
+    if isinstance(v, float) and math.isinf(v):
+        return "unbounded (no non-zero serial term)"
+    return f"{v:.2f}x"
 
 
 def markdown(res: dict) -> str:
@@ -593,9 +608,8 @@ def markdown(res: dict) -> str:
     for o, s in res["summary"].items():
         lines.append(f"| {_label(o, res)} | {s['gemms']} | {s['macs']:,} | "
                      f"{s['fpraker_cycles']:,} | {s['baseline_cycles']:,} | "
-                     f"{_f(s['speedup_paper'])}x | {_f(s['speedup_ours'])}"
-                     f"{'x' if s['speedup_ours'] is not None else ''} | "
-                     f"{_f(s['speedup_paper_mac_mean'])}x | {_f(s['ideal_eq4'])}x | "
+                     f"{_x(s['speedup_paper'])} | {_x(s['speedup_ours'])} | "
+                     f"{_x(s['speedup_paper_mac_mean'])} | {_x(s['ideal_eq4'])} | "
                      f"{PAPER_SPEEDUP}x (average over its models) |")
     causes = list(dict.fromkeys(k for s in res["summary"].values() for k in s["stall_fractions"]))
     lines += ["", "| serial operand | useful | " + " | ".join(causes) + " |",
@@ -623,11 +637,11 @@ def markdown(res: dict) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(causes)
                   + ("---|" if captured else "")]
         for r in rs:
-            ours = _f(r["speedup_ours"]) + ("x" if r["speedup_ours"] is not None else "")
+            ours = _x(r["speedup_ours"])
             lines.append(
                 f"| {r['name']} | {r['M']}×{r['K']} | {r['N']}×{r['K']} | "
                 f"{r['fpraker_cycles']:,} | {r['baseline_cycles']:,} | "
-                f"{_f(r['speedup_paper'])}x | {ours} | {_f(r['ideal_eq4'])}x | "
+                f"{_x(r['speedup_paper'])} | {ours} | {_x(r['ideal_eq4'])} | "
                 f"{r['serial_zero_fraction']:.1%} | {r['useful_fraction']:.1%} | "
                 + " | ".join(f"{r['stall_fractions'].get(c, 0):.1%}" for c in causes) + " |"
                 + ((" yes |" if r["chosen"] else " |") if captured else ""))
@@ -662,8 +676,8 @@ def _split_header() -> str:
 def _split_row(label: str, b: dict) -> str:
     sp = b["split"]
     paper = " / ".join(f"+{v:.1%}" for v in PAPER_SPLIT.values())
-    return (f"| {label} | {_f(b['zero_value'])}x | {_f(b['no_ob'])}x | {_f(b['full'])}x | "
-            f"{_f(b['memory'])}x | {_f(b['memory_bdc'])}x | {b['bdc_ratio']:.3f} | "
+    return (f"| {label} | {_x(b['zero_value'])} | {_x(b['no_ob'])} | {_x(b['full'])} | "
+            f"{_x(b['memory'])} | {_x(b['memory_bdc'])} | {b['bdc_ratio']:.3f} | "
             f"{b['memory_bound']:.0%} | "
             + " / ".join(f"{v:+.1%}" for v in sp.values())
             + f" | {paper} (1.5x) |")
@@ -684,7 +698,7 @@ def _meta_text(meta: dict) -> str:
 
 
 def _ours(s: dict) -> str:
-    return _f(s["speedup_ours"]) + ("x" if s["speedup_ours"] is not None else "")
+    return _x(s["speedup_ours"])
 
 
 def _capture_markdown(res: dict) -> list[str]:
@@ -704,11 +718,11 @@ def _capture_markdown(res: dict) -> list[str]:
         each = cap["best_each_epoch"]
         lines += [f"## Capture {cap['label']}: {_meta_text(cap['meta'])}", "",
                   f"Whole run ({b['gemms']} GEMMs, {b['macs']:,} MACs): iso-area speedup "
-                  f"**{_f(b['speedup_paper'])}x** (36:8), ours {_ours(b)}, Eq. 4 ideal "
-                  f"{_f(b['ideal_eq4'])}x, useful lane cycles {b['useful_fraction']:.1%}; "
-                  f"serial always x {_f(t['given']['speedup_paper'])}x, always y "
-                  f"{_f(t['swapped']['speedup_paper'])}x; re-chosen per GEMM and epoch "
-                  f"{_f(each['speedup_paper'])}x ({paper}).", ""]
+                  f"**{_x(b['speedup_paper'])}** (36:8), ours {_ours(b)}, Eq. 4 ideal "
+                  f"{_x(b['ideal_eq4'])}, useful lane cycles {b['useful_fraction']:.1%}; "
+                  f"serial always x {_x(t['given']['speedup_paper'])}, always y "
+                  f"{_x(t['swapped']['speedup_paper'])}; re-chosen per GEMM and epoch "
+                  f"{_x(each['speedup_paper'])} ({paper}).", ""]
         for s in cap["skipped"]:
             lines.append(f"* not captured: epoch {s.get('epoch')} {s.get('layer')}."
                          f"{s.get('phase')}: {s.get('reason')}")
@@ -728,9 +742,9 @@ def _capture_markdown(res: dict) -> list[str]:
                                if c["phase"] == p) or "per phase"
             vb = v["best"]
             lines.append(f"| {p} | {picked} | {vb['gemms']} | {vb['macs']:,} | "
-                         f"{_f(vb['speedup_paper'])}x | {_f(v['given']['speedup_paper'])}x | "
-                         f"{_f(v['swapped']['speedup_paper'])}x | {_ours(vb)} | "
-                         f"{_f(vb['ideal_eq4'])}x | {vb['useful_fraction']:.1%} | "
+                         f"{_x(vb['speedup_paper'])} | {_x(v['given']['speedup_paper'])} | "
+                         f"{_x(v['swapped']['speedup_paper'])} | {_ours(vb)} | "
+                         f"{_x(vb['ideal_eq4'])} | {vb['useful_fraction']:.1%} | "
                          + " | ".join(f"{vb['stall_fractions'].get(c, 0):.1%}" for c in causes)
                          + " |")
         lines += ["", f"Paper, iso-area 36:8: {PAPER_SPEEDUP}x average over its models; "
@@ -745,11 +759,11 @@ def _capture_markdown(res: dict) -> list[str]:
                   "Eq. 4 ideal | useful |", "|---|" + "---|" * (len(phases) + 4)]
         for e in cap["epochs"]:
             eb = e["total"]["best"]
-            cells = [_f(e["phases"][p]["best"]["speedup_paper"]) + "x" if p in e["phases"]
+            cells = [_x(e["phases"][p]["best"]["speedup_paper"]) if p in e["phases"]
                      else "-" for p in phases]
             lines.append(f"| {e['epoch']} | " + " | ".join(cells)
-                         + f" | {_f(eb['speedup_paper'])}x | {_ours(eb)} | "
-                           f"{_f(eb['ideal_eq4'])}x | {eb['useful_fraction']:.1%} |")
+                         + f" | {_x(eb['speedup_paper'])} | {_ours(eb)} | "
+                           f"{_x(eb['ideal_eq4'])} | {eb['useful_fraction']:.1%} |")
         lines += ["", "### Per layer (all phases, all epochs)", "",
                   "| layer | serial chosen | iso-area 36:8 best | x serial | y serial | "
                   "Eq. 4 ideal best | useful |", "|---|---|---|---|---|---|---|"]
@@ -757,9 +771,9 @@ def _capture_markdown(res: dict) -> list[str]:
             picked = ", ".join(f"{c['phase']}: {c['serial_operand']}" for c in choice.values()
                                if c["layer"] == lay)
             vb = v["best"]
-            lines.append(f"| {lay} | {picked} | {_f(vb['speedup_paper'])}x | "
-                         f"{_f(v['given']['speedup_paper'])}x | "
-                         f"{_f(v['swapped']['speedup_paper'])}x | {_f(vb['ideal_eq4'])}x | "
+            lines.append(f"| {lay} | {picked} | {_x(vb['speedup_paper'])} | "
+                         f"{_x(v['given']['speedup_paper'])} | "
+                         f"{_x(v['swapped']['speedup_paper'])} | {_x(vb['ideal_eq4'])} | "
                          f"{vb['useful_fraction']:.1%} |")
         lines += ["", "### Serial operand choice (FPRaker cycles summed over the epochs)", "",
                   "| GEMM | x serial | y serial | chosen |", "|---|---|---|---|"]
@@ -905,12 +919,25 @@ def _short_name(name: str) -> str:
 def write(res: dict, outdir: Path) -> dict:
     from ..runs import staged
 
-    with staged(outdir, stale=OUTPUTS, last=("speedup.json",)) as work:
+    with staged(outdir, names=OUTPUTS, last=("speedup.json",)) as work:
         (work / "speedup.md").write_text(markdown(res))
         (work / "speedup.csv").write_text(to_csv(res))
         plot(res, work / "speedup.png")
-        (work / "speedup.json").write_text(json.dumps(res, indent=2, default=_json) + "\n")
+        # JSON has no infinity: an unbounded ratio (no non-zero serial term) is null there
+        (work / "speedup.json").write_text(json.dumps(_finite(res), indent=2, default=_json)
+                                           + "\n")
     return {Path(n).suffix[1:]: outdir / n for n in OUTPUTS}
+
+
+def _finite(obj):
+    """``obj`` with every infinite or NaN float as ``None``."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def _json(v):
@@ -1002,9 +1029,10 @@ def _source_kind(args) -> str:
     if len(dirs) != len(args.files):
         raise FlowError(f"give tensor files or capture folders, not both ({dirs[0]} is a "
                         "folder)")
-    if args.orientation not in (None, "both"):
-        raise FlowError(f"--orientation {args.orientation}: a capture is run in both "
-                        "orientations and the serial operand picked per layer and phase")
+    if args.orientation is not None:
+        raise FlowError(f"--orientation {args.orientation}: does not apply to captures (a "
+                        "capture is run in both orientations and the serial operand picked "
+                        "per layer and phase)")
     return "captures"
 
 
@@ -1039,7 +1067,7 @@ def run(args, quiet: bool = False) -> dict:
         prog.say(f"speedup: [{k}/{total}] {name} serial={serial or _label(o, res)} "
                  f"{rec['M']}x{rec['K']} by {rec['N']}x{rec['K']}: {rec['fpraker_cycles']:,} vs "
                  f"{rec['baseline_cycles']:,} baseline cycles, iso-area 36:8 "
-                 f"{_f(rec['speedup_paper'])}x, Eq.4 ideal {_f(rec['ideal_eq4'])}x "
+                 f"{_x(rec['speedup_paper'])}, Eq.4 ideal {_x(rec['ideal_eq4'])} "
                  f"({rec['seconds']:.1f} s)")
         return rec
 
@@ -1248,18 +1276,18 @@ def _capture_results(res: dict, ratio: float | None) -> None:
 
 
 def cmd(args) -> int:
-    from ..runs import check_output
+    from ..runs import precheck
 
     args = SpeedupOptions.from_args(args)
-    outdir = check_output(Path(args.output) if args.output else build_dir() / "speedup")
+    outdir = precheck(Path(args.output) if args.output else build_dir() / "speedup", OUTPUTS)
     res = run(args)
     paths = write(res, outdir)
     for o, s in res["summary"].items():
         ours = (f", ours {s['speedup_ours']:.2f}x" if s["speedup_ours"] is not None
                 else ", ours not measured")
         print(f"serial = {_label(o, res)}: {s['gemms']} GEMMs, {s['macs']:,} MACs: iso-area "
-              f"speedup {_f(s['speedup_paper'])}x (36:8){ours}; Eq. 4 ideal "
-              f"{_f(s['ideal_eq4'])}x; useful lane cycles {s['useful_fraction']:.1%}, "
+              f"speedup {_x(s['speedup_paper'])} (36:8){ours}; Eq. 4 ideal "
+              f"{_x(s['ideal_eq4'])}; useful lane cycles {s['useful_fraction']:.1%}, "
               + ", ".join(f"{k} {v:.1%}" for k, v in s["stall_fractions"].items())
               + f" (paper: {PAPER_SPEEDUP}x average)")
     for cap in res.get("captures", ()):
@@ -1267,18 +1295,18 @@ def cmd(args) -> int:
             continue
         b = cap["total"]["best"]
         print(f"capture {cap['label']}: chosen serial operand: iso-area speedup "
-              f"{_f(b['speedup_paper'])}x (36:8), ours {_ours(b)}; "
-              + ", ".join(f"{p} {_f(v['best']['speedup_paper'])}x"
+              f"{_x(b['speedup_paper'])} (36:8), ours {_ours(b)}; "
+              + ", ".join(f"{p} {_x(v['best']['speedup_paper'])}"
                           for p, v in cap["phases"].items())
-              + f"; Eq. 4 ideal {_f(b['ideal_eq4'])}x (paper: {PAPER_SPEEDUP}x average, "
+              + f"; Eq. 4 ideal {_x(b['ideal_eq4'])} (paper: {PAPER_SPEEDUP}x average, "
               + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ")")
         if "breakdown" in b:
             sp = b["breakdown"]
             print(f"capture {cap['label']}: split " + " / ".join(
                 f"{k} {v:+.1%}" for k, v in sp["split"].items()) + " (paper " + " / ".join(
                 f"{k} +{v:.1%}" for k, v in PAPER_SPLIT.items()) + f"); zero values only "
-                f"{_f(sp['zero_value'])}x, no OB {_f(sp['no_ob'])}x, memory bf16 "
-                f"{_f(sp['memory'])}x, BDC {_f(sp['memory_bdc'])}x")
+                f"{_x(sp['zero_value'])}, no OB {_x(sp['no_ob'])}, memory bf16 "
+                f"{_x(sp['memory'])}, BDC {_x(sp['memory_bdc'])}")
     print(f"area ratio: {res['area_ratio_source']}")
     print(f"report: {paths['md']} (also {paths['json'].name}, {paths['csv'].name}, "
           f"{paths['png'].name}); {res['seconds']:.0f} s")

@@ -24,6 +24,10 @@ import numpy as np
 
 #: share of the (shuffled) samples held out as the test set
 TEST_FRACTION = 0.2
+#: the most classes a data set may have (the output layer has one unit per class)
+MAX_CLASSES = 10_000
+#: the largest array of a data set file, in bytes as loaded (x as float32)
+MAX_ARRAY_BYTES = 8 << 30
 
 
 class DatasetError(ValueError):
@@ -73,6 +77,15 @@ def _read_npz(path: Path):
     if not path.is_file():
         raise DatasetError(f"{path}: not a file")
     try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot be read ({e.strerror})") from None
+    if head not in (b"PK\x03\x04", b"PK\x05\x06"):
+        raise DatasetError(f"{path}: not an .npz archive (NumPy's zip of .npy arrays, as "
+                           "numpy.savez writes)")
+    _check_sizes(path)
+    try:
         f = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -91,6 +104,39 @@ def _read_npz(path: Path):
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise DatasetError(f"{path}: unreadable array in the archive ({first})") from None
     return x, y
+
+
+def _check_sizes(path: Path) -> None:
+    """Refuse, before anything is loaded, an array whose header declares more values than its
+    member holds, or more than :data:`MAX_ARRAY_BYTES` once loaded."""
+    from ... import FlowError
+    from ..tensors import _check_fits, _npy_header
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if info.filename not in ("x.npy", "y.npy"):
+                    continue
+                where = f"{path}:{info.filename[:-4]}"
+                with archive.open(info) as f:
+                    shape, dtype, offset = _npy_header(f, where, ".npy member")
+                if dtype.hasobject:
+                    raise DatasetError(f"{where}: an object array (pickled Python objects); "
+                                       "give x as numbers and y as integer labels")
+                count = _check_fits(shape, dtype.itemsize, info.file_size - offset, where,
+                                    "member")
+                loaded = count * max(dtype.itemsize, 4 if info.filename == "x.npy" else 8)
+                if loaded > MAX_ARRAY_BYTES:
+                    raise DatasetError(f"{where}: shape {tuple(shape)} is {loaded / 2**30:,.1f} "
+                                       f"GiB once loaded; the limit is "
+                                       f"{MAX_ARRAY_BYTES / 2**30:g} GiB")
+    except FlowError as e:
+        raise DatasetError(str(e)) from None
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as e:
+        if isinstance(e, DatasetError):
+            raise
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DatasetError(f"{path}: not a readable .npz archive ({first})") from None
 
 
 def _check(x: np.ndarray, y: np.ndarray, where: str):
@@ -117,6 +163,9 @@ def _check(x: np.ndarray, y: np.ndarray, where: str):
     if len(y) and y.min() < 0:
         raise DatasetError(f"{where}: labels must be in 0 .. classes-1, got a negative label "
                            f"{int(y.min())}")
+    if len(y) and int(y.max()) >= MAX_CLASSES:
+        raise DatasetError(f"{where}: label {int(y.max())} would make {int(y.max()) + 1:,} "
+                           f"classes; labels go from 0 to at most {MAX_CLASSES - 1:,}")
     classes = int(y.max()) + 1 if len(y) else 0
     if len(y) and classes < 2:
         raise DatasetError(f"{where}: every label is 0; a classifier needs at least 2 classes")

@@ -47,6 +47,7 @@ import json
 import math
 import multiprocessing
 import queue as queue_mod
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,15 +137,17 @@ def output_folder(opts: TrainOptions) -> Path:
     return Path(opts.output) if opts.output else build_dir() / "train" / opts.model
 
 
-def _check_writable(folder: Path, what: str) -> None:
-    """One line when ``folder`` cannot be written, before any training."""
-    from ...runs import check_output
-
-    check_output(folder, what)
+#: the files every run writes into its output folder (the format plots come on top)
+OUTPUT_NAMES = ("train.json", "train.md", "train.csv", "accuracy.png", "loss.png")
 
 
 def validate(opts: TrainOptions):
-    """Every check that can fail before training: returns ``(formats, dataset)``."""
+    """Every check that can fail before training: returns ``(formats, dataset, stages)``, the
+    stages (:class:`flows.runs.Stage`) of the output folder and, with ``--capture``, of the
+    capture folder, both checked (writable, manifests readable, no file of the user's where
+    the run writes one)."""
+    from ...runs import Stage, resolve
+    from ..captures import MANIFEST as CAPTURE_MANIFEST
     from .data import DatasetError, load_dataset
 
     if opts.model not in _models():
@@ -158,6 +161,15 @@ def validate(opts: TrainOptions):
     _check_range("-j/--jobs", opts.jobs, *JOBS_RANGE)
     _check_range("--seed", opts.seed, *SEED_RANGE)
     _check_range("--limit", opts.limit, *LIMIT_RANGE)
+    out = output_folder(opts)
+    if opts.capture and resolve(opts.capture, "capture folder") == resolve(out):
+        raise FlowError(f"--capture {opts.capture} is the output folder; give the capture a "
+                        "folder of its own (e.g. OUTPUT/capture)")
+    stages = [Stage(out, names=OUTPUT_NAMES, last=("train.json",))]
+    if opts.capture:
+        # the capture folder holds one run's formats: the run replaces it whole
+        stages.append(Stage(opts.capture, names=[f"{n}/{CAPTURE_MANIFEST}" for n in formats],
+                            folders=formats, what="capture folder"))
     try:
         data = load_dataset(opts.dataset, opts.seed, limit=opts.limit)
     except DatasetError as e:
@@ -168,10 +180,7 @@ def validate(opts: TrainOptions):
         build_model(opts.model, data.input_shape, data.classes, opts.seed)
     except ValueError as e:
         raise FlowError(str(e)) from None
-    _check_writable(output_folder(opts), "output folder")
-    if opts.capture:
-        _check_writable(Path(opts.capture), "capture folder")
-    return formats, data
+    return formats, data, stages
 
 
 # --- one format, in a worker process
@@ -206,22 +215,56 @@ def _train_one(name: str, opts: TrainOptions, events) -> dict:
     kwargs = {}
     if opts.batch_size is not None:
         kwargs["batch_size"] = opts.batch_size
+    finished = False
     try:
         result = engine.train(opts.model, cls, data, opts.epochs or engine.DEFAULTS["epochs"],
                               seed=opts.seed, on_epoch=on_epoch,
                               on_batch=on_batch, capture=capture if writer else None, **kwargs)
+        finished = True
     finally:
         if writer is not None:
-            writer.close()
+            # an interrupted or failed run's capture holds its finished epochs, marked so
+            writer.close(complete=finished)
     result = _plain(result)
     events.put(("done", name, result, time.monotonic() - start))
     return result
 
 
+#: the signals a worker starts with blocked (:func:`_start`): it takes them only in
+#: :func:`_worker`, where they end its run cleanly
+_WORKER_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _start(ctx, name, opts, events, running: dict) -> None:
+    """Start a format's worker process into ``running``.  Ctrl-C reaches every process of the
+    terminal's job: the parent handles it (and stops the workers with SIGTERM), so a worker
+    ignores it; both signals stay blocked until the worker's own code runs, so neither can
+    interrupt it in Python's process start-up (with a traceback), and in the parent until the
+    worker is in ``running``, where an interrupted run finds it to stop it (the parent's
+    handlers note a signal and run it afterwards: another thread may take it)."""
+    from ...runs.locks import _deferred_signals
+
+    with _deferred_signals():
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+        try:
+            p = ctx.Process(target=_worker, args=(name, opts, events), daemon=True)
+            p.start()
+            running[name] = p
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
+
+
 def _worker(name, opts, events):
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _stop)  # the parent stops a worker with SIGTERM
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         return _train_one(name, opts, events)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM from the parent
         return None
     except Exception as e:  # reported by the parent as one line
         import traceback
@@ -307,9 +350,26 @@ def train(opts: TrainOptions) -> TrainRun:
     """Run every format of ``opts`` (in ``opts.jobs`` processes) and write the outputs.
 
     Raises :class:`FlowError` for bad options before anything is written.  Returns the run;
-    its outputs are in :func:`output_folder`.
-    """
-    formats, data = validate(opts)
+    its outputs are in :func:`output_folder`.  The output folder and the capture folder are
+    written privately and move into place together when the run ends (Ctrl-C included: the
+    finished epochs, marked interrupted; the capture marked incomplete)."""
+    import dataclasses
+
+    from ...runs import staged_all
+
+    formats, data, stages = validate(opts)
+    with staged_all(stages) as works:
+        private = opts if not opts.capture else dataclasses.replace(opts, capture=str(works[1]))
+        run = _run_formats(private, formats)
+        run.options = opts
+        if run.interrupted and not any(run.epochs.values()):
+            raise KeyboardInterrupt  # no epoch finished: nothing to keep, the folders stay
+        write_outputs(run, data, works[0])
+    return run
+
+
+def _run_formats(opts: TrainOptions, formats) -> TrainRun:
+    """Train every format (``opts.jobs`` processes at a time); Ctrl-C stops them all."""
     from . import engine
 
     epochs = opts.epochs or engine.DEFAULTS["epochs"]
@@ -325,9 +385,7 @@ def train(opts: TrainOptions) -> TrainRun:
         while pending or running:
             while pending and len(running) < jobs:
                 name = pending.pop(0)
-                p = ctx.Process(target=_worker, args=(name, opts, events), daemon=True)
-                p.start()
-                running[name] = p
+                _start(ctx, name, opts, events, running)
             try:
                 ev = events.get(timeout=0.5)
             except queue_mod.Empty:
@@ -351,15 +409,37 @@ def train(opts: TrainOptions) -> TrainRun:
                 run.errors[name] = (ev[2], ev[3])
                 running.pop(name).join()
     except KeyboardInterrupt:
+        from ...runs.locks import _deferred_signals
+
         run.interrupted = True
-        for p in running.values():
-            p.terminate()
-        for p in running.values():
-            p.join()
+        with _deferred_signals():  # a second Ctrl-C cannot leave a worker writing
+            for p in running.values():
+                p.terminate()
+            for p in running.values():
+                p.join()
     finally:
         progress.close()
-    write_outputs(run, data)
+    if opts.capture:
+        _mark_unfinished_captures(Path(opts.capture), run)
     return run
+
+
+def _mark_unfinished_captures(root: Path, run: TrainRun) -> None:
+    """A format that did not finish (stopped, failed, killed before it could close its
+    capture) has its capture marked incomplete."""
+    from ..captures import MANIFEST as CAPTURE_MANIFEST
+
+    for name in run.formats:
+        path = root / name / CAPTURE_MANIFEST
+        if name in run.results or not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("complete"):
+            doc["complete"] = False
+            path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def _partial_result(records: list) -> dict:
@@ -397,21 +477,16 @@ def config_record(run: TrainRun, data) -> dict:
                                 ("lr", "momentum", "weight_decay", "schedule")}}
 
 
-def write_outputs(run: TrainRun, data) -> Path:
-    """Write train.json/md/csv and the plots into the output folder (staged)."""
-    from ...runs import staged
-
+def write_outputs(run: TrainRun, data, work: Path) -> None:
+    """Write train.json/md/csv and the plots into the run's private folder ``work``."""
     results = results_of(run)
     doc = {"config": config_record(run, data), "formats": results}
     if run.interrupted:
         doc["interrupted"] = True
-    out = output_folder(run.options)
-    with staged(out, stale=OUTPUTS) as work:
-        (work / "train.json").write_text(json.dumps(_plain(doc), indent=1) + "\n")
-        (work / "train.csv").write_text(epochs_csv(results))
-        (work / "train.md").write_text(markdown(run, results, doc["config"]))
-        plots(work, results)
-    return out
+    (work / "train.json").write_text(json.dumps(_plain(doc), indent=1) + "\n")
+    (work / "train.csv").write_text(epochs_csv(results))
+    (work / "train.md").write_text(markdown(run, results, doc["config"]))
+    plots(work, results)
 
 
 OUTPUTS = ("train.json", "train.md", "train.csv", "accuracy.png", "loss.png", "widths-fast.png",
@@ -483,17 +558,23 @@ def plots(work: Path, results: dict) -> None:
     for key, fname, label in (("test_accuracy", "accuracy.png", "test accuracy"),
                               ("loss", "loss.png", "training loss")):
         fig, ax = plt.subplots(figsize=(7, 4.5))
+        lines = 0
         for name, r in results.items():
             xs = [e["epoch"] for e in r["epochs"] if e.get(key) is not None]
             ys = [e[key] for e in r["epochs"] if e.get(key) is not None]
             if xs:
                 ax.plot(xs, ys, marker=".", label=name)
+                lines += 1
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
-        if key == "loss":
+        if key == "loss" and lines:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if lines:  # every format diverged before its first epoch: an empty plot, no legend
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no finite values", ha="center", va="center",
+                    transform=ax.transAxes)
         fig.tight_layout()
         fig.savefig(work / fname, dpi=110)
         plt.close(fig)
