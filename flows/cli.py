@@ -13,7 +13,7 @@ from pathlib import Path
 from . import FlowError, families, registry
 from .options import SEED_HELP, SEED_RANGE, UNIT_HELP, bounded
 from .config import load_config, presets, refuse_runtime_sets
-from .registry import EFFORTS
+from .declare import EFFORTS, resolve
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,8 +149,8 @@ def cmd_area(args) -> int:
               f"(area as mapped {r['area_um2_as_mapped']:.1f} µm²)")
     if args.breakdown:
         print(breakdown_markdown(r))
-        if unit.breakdown_table:
-            print(registry.resolve(unit.breakdown_table)(r))
+        if unit.synth.breakdown_table:
+            print(registry.resolve(unit.synth.breakdown_table)(r))
     print(f"report: {r['outdir']}/area.json, {r['outdir']}/area.md")
     run = {"config": r["config"], "clock_ns": r["clock_ns"], "liberty": r["liberty"],
            "max_fanout": (r.get("fanout_buffers") or {}).get("max_fanout")}
@@ -248,8 +248,8 @@ def cmd_tensor_stats(args) -> int:
             shapes = ", ".join(f"{t.name} {tuple(t.shape)}" for t in tensors[:4])
             raise FlowError(f"{source}: no values to measure: every tensor is empty ({shapes}"
                             f"{', …' if len(tensors) > 4 else ''})")
-        stats = analysis.run(source, progress=shown, **options)
-        text = analysis.markdown(stats)
+        stats = resolve(analysis.run)(source, progress=shown, **options)
+        text = resolve(analysis.markdown)(stats)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     with staged(out, names=names, collection=True) as work:
@@ -549,9 +549,11 @@ def build_parser() -> argparse.ArgumentParser:
     for analysis in analyses.values():
         for flags, kwargs in analysis.options:
             # not given: absent from the arguments (an option of another analysis is an error)
-            help_text = kwargs.get("help", "") + f" [--analysis {analysis.name}]"
-            s.add_argument(*flags, **{**kwargs, "default": argparse.SUPPRESS,
-                                      "help": help_text})
+            kwargs = dict(kwargs, help=kwargs.get("help", "") + f" [--analysis {analysis.name}]",
+                          default=argparse.SUPPRESS)
+            if "range" in kwargs:
+                kwargs["type"] = bounded(int, *kwargs.pop("range"))
+            s.add_argument(*flags, **kwargs)
     s.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/tensor-stats)")
     s.set_defaults(func=cmd_tensor_stats)
 

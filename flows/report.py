@@ -13,115 +13,10 @@ only *ratios* between units built with the same flow are comparable, never absol
 """
 
 import json
-from dataclasses import dataclass, field
 
 from . import FlowError, build_dir, families, progress, registry, shown
 from .config import load_config
-from .registry import config_label
-
-
-@dataclass(frozen=True, kw_only=True)
-class Part:
-    """A sub-block of a unit that the papers report separately (synthesized on its own)."""
-
-    #: name in reports, ``unit/part``
-    name: str
-    unit: str
-    summary: str
-    #: the component built from the part's configuration, a name the family package
-    #: ``hdl.<family>`` exports or ``module:Class`` (default: the unit's component)
-    component: str = ""
-    #: field overrides of the unit's configuration (a variant the paper reports, e.g. another
-    #: operand format)
-    overrides: dict = field(default_factory=dict)
-    #: the paper's own figure for this part, shown beside ours
-    paper: str = ""
-    #: also synthesize it hierarchically and show its area by block (the unit's breakdown
-    #: paths), as the paper reports it
-    breakdown: bool = False
-
-    def component_factory(self):
-        """The part's own component (:attr:`component` under the layout), or None for the
-        unit's."""
-        if not self.component:
-            return None
-        family = self.unit.split(".", 1)[0]
-        return registry.resolve(registry.in_package(f"hdl.{family}", self.component))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Comparison:
-    """An area ratio the papers state: area(numerator) / area(denominator)."""
-
-    label: str
-    #: unit or part names
-    numerator: str
-    denominator: str
-    paper_ratio: float
-    source: str
-    #: instances of the denominator (a larger structure built from a measured block)
-    denominator_count: int = 1
-    #: the numerator's share of (numerator + denominator) rather than their ratio
-    share: bool = False
-
-    def ours(self, areas: dict) -> float:
-        den = self.denominator_count * areas[self.denominator]
-        num = areas[self.numerator]
-        return num / (den + num) if self.share else num / den
-
-
-@dataclass(frozen=True, kw_only=True)
-class OwnClock:
-    """A design beside the baseline a paper compares it with, each at its own clock: work per
-    area (MACs per cycle × fmax ÷ area, M MAC/s per mm²) and, given power runs of the pair,
-    energy per MAC at each one's fmax, beside the same figures at one clock."""
-
-    label: str
-    #: unit or part names (their area reports give area and fmax)
-    unit: str
-    baseline: str
-    #: ``work(config dict) -> [(operands, MACs per cycle)]``: the unit's work per cycle at full
-    #: rate, measured (or counted) on the operands named
-    work: object
-    #: the same for the baseline (bit-parallel designs: a constant)
-    baseline_work: object
-    source: str = ""
-    #: ``make paper`` measures both designs' energy per MAC with ``trainfab power`` on its
-    #: synthetic operands (the unit or part's configuration, the power run's default operands)
-    power: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scaling:
-    """Area against a size measure of the configuration (e.g. an array's N²W MACs), over the
-    unit and parts named in ``members``, with a least-squares line ``area = slope * size +
-    intercept`` and its R² (a paper's linear area model, e.g. Equinox's m·n²·w·a_alu)."""
-
-    label: str
-    #: unit or part names whose configurations differ in size
-    members: tuple
-    #: ``size(config dict) -> number``
-    size: object
-    #: what the size counts, for the table header
-    size_label: str
-    paper: str = ""
-
-    def fit(self, results: dict):
-        """``(points, slope, intercept, r2)`` over the members present in ``results``
-        (``points``: ``(name, size, area)``); ``None`` with fewer than two points."""
-        pts = [(n, float(self.size(results[n]["config"])), results[n]["area_um2"])
-               for n in self.members if n in results]
-        if len(pts) < 2 or len({x for _, x, _ in pts}) < 2:
-            return None
-        xs = [x for _, x, _ in pts]
-        ys = [y for _, _, y in pts]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-        intercept = my - slope * mx
-        ss_tot = sum((y - my) ** 2 for y in ys)
-        ss_res = sum((y - slope * x - intercept) ** 2 for x, y in zip(xs, ys))
-        return pts, slope, intercept, (1 - ss_res / ss_tot) if ss_tot else 1.0
+from .declare import OwnClock, config_label, resolve
 
 
 def _scaling_section(results: dict) -> str:
@@ -143,8 +38,9 @@ def _scaling_section(results: dict) -> str:
 
 def paper_figures() -> dict[str, str]:
     """The papers' own figure for each unit and part that has one, by report name."""
-    entries = list(registry.units().values()) + families.parts()
-    return {e.name: e.paper for e in entries if e.paper}
+    figures = {u.name: u.showcase.paper for u in registry.units().values()}
+    figures.update({p.name: p.paper for p in families.parts()})
+    return {name: text for name, text in figures.items() if text}
 
 
 AREA_HEADER = ("| unit | area µm² | area GE | per lane | cells | flip-flops | transistors (est.) "
@@ -187,9 +83,10 @@ def own_clock_rows(results: dict, aliases: dict | None = None,
         ru, rb = results[u], results[b]
         if not (ru.get("fmax_mhz") and rb.get("fmax_mhz")):
             continue
-        [(_, b_mpc)] = c.baseline_work(rb["config"])
+        [(_, b_mpc)] = OwnClock.macs_per_cycle(c.baseline_work, rb["config"])
         b_density = b_mpc * rb["fmax_mhz"] / (rb["area_um2"] * 1e-6)   # M MAC/s per mm²
-        measured = list(c.work(ru["config"])) + list((work or {}).get(c.unit, ()))
+        measured = (OwnClock.macs_per_cycle(c.work, ru["config"])
+                    + list((work or {}).get(c.unit, ())))
         for operands, mpc in measured:
             density = mpc * ru["fmax_mhz"] / (ru["area_um2"] * 1e-6)
             rows.append({
@@ -282,7 +179,7 @@ def _measure(unit, cfg, outdir, liberty: str, clock_ns: float) -> dict:
     try:
         results = {unit.name: area(unit, cfg, liberty=liberty, clock_ns=clock_ns,
                                    outdir=outdir / unit.name,
-                                   breakdown=bool(unit.breakdown_table))}
+                                   breakdown=bool(unit.synth.breakdown_table))}
         for part in families.parts():
             if part.unit == unit.name:
                 factory = part.component_factory()
@@ -309,10 +206,10 @@ def _tables(results: dict, first_column: dict | None = None, work: dict | None =
     areas = {n: r["area_um2"] for n, r in results.items()}
     blocks = "".join(_blocks(name, r) for name, r in results.items() if r.get("breakdown"))
     tables = "".join(
-        "\n" + registry.resolve(registry.get(name).breakdown_table)(r, results, header=k == 0)
+        "\n" + resolve(registry.get(name).synth.breakdown_table)(r, results, header=k == 0)
         + "\n" for k, (name, r) in enumerate(
             (n, r) for n, r in results.items()
-            if n in registry.UNITS and registry.get(n).breakdown_table and r.get("breakdown")))
+            if n in registry.UNITS and registry.get(n).synth.breakdown_table and r.get("breakdown")))
     return (header + "\n" + "\n".join(rows) + "\n" + _ratio_section(areas)
             + own_clock_section(own_clock_rows(results, work=work), power)
             + _scaling_section(results) + blocks + tables
@@ -601,8 +498,8 @@ def _duration(seconds: float) -> str:
 
 def demo_units() -> list:
     """The units ``make demo`` builds, in family order: those with a
-    :attr:`~flows.registry.Unit.demo_config`."""
-    return [u for u in registry.UNITS.values() if u.demo_config is not None]
+    :attr:`flows.declare.Showcase.demo`."""
+    return [u for u in registry.UNITS.values() if u.showcase.demo is not None]
 
 
 def _same_as_unit(unit, cfg) -> list[str]:
@@ -778,8 +675,8 @@ def _demo(out, seed: int, sim: str | None) -> tuple[int, str]:
     bar = progress.bar(len(units), "demo", "units")
     for k, unit in enumerate(units, 1):
         tag = f"[{k}/{len(units)}] {unit.name}"
-        cfg = unit.make_config(**unit.demo_config)
-        label = config_label(unit.demo_config)
+        cfg = unit.make_config(**unit.showcase.demo)
+        label = config_label(unit.showcase.demo)
         progress.echo(f"{tag}: at {label or 'its paper configuration'}")
         try:
             man, tb, measured = _build_unit(
@@ -844,10 +741,10 @@ def paper_steps() -> list[str]:
     """The steps of ``make paper`` in order: ``unit:NAME`` per unit (generate, quick regression,
     area of the unit and its parts; the tiles at their reduced size), ``studies`` (tile power
     and the speedup study), ``sweep``, then ``paper-size:NAME`` per unit measured smaller in its
-    ``unit:`` step (:attr:`~flows.registry.Unit.demo_overrides`; synthesis with breakdown)."""
+    ``unit:`` step (:attr:`flows.declare.Showcase.paper_run_small`; synthesis with breakdown)."""
     units = list(registry.UNITS.values())
     return ([f"unit:{u.name}" for u in units] + [STUDIES_STEP, SWEEP_STEP]
-            + [f"paper-size:{u.name}" for u in units if u.demo_overrides])
+            + [f"paper-size:{u.name}" for u in units if u.showcase.paper_run_small])
 
 
 def _recorded_times(path) -> dict:
@@ -963,7 +860,7 @@ def paper(seed: int = 1, sim: str | None = None, jobs: int | None = None,
 
     if markdown is not None:
         markdown = check_markdown_path(markdown)
-    sized = sum(1 for u in registry.UNITS.values() if u.demo_overrides)
+    sized = sum(1 for u in registry.UNITS.values() if u.showcase.paper_run_small)
     print(paper_estimate(build_dir() / "paper" / PAPER_TIMES,
                          paper_workers(jobs, sized))[1], flush=True)
     with exclusive(build_dir() / "paper", "paper") as final:
@@ -1008,7 +905,7 @@ def _demoted(markdown: str, folder: str) -> str:
 
 def _paper(out, seed: int, sim: str | None, jobs: int | None) -> int:
     units = list(registry.UNITS.values())
-    steps = len(units) + 2 + sum(1 for u in units if u.demo_overrides)
+    steps = len(units) + 2 + sum(1 for u in units if u.showcase.paper_run_small)
     with progress.bar(steps, "paper", "steps") as bar:
         return _paper_steps(out, seed, sim, jobs, bar)
 
@@ -1054,9 +951,9 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
         with timed(f"unit:{unit.name}"):
             tag = f"[{k}/{len(units)}] {unit.name}"
             cfg = load_config(unit)
-            if unit.demo_overrides:
-                cfg = unit.make_config(cfg, **unit.demo_overrides)
-                progress.echo(f"{tag}: at {config_label(unit.demo_overrides)} here; its paper "
+            if unit.showcase.paper_run_small:
+                cfg = unit.make_config(cfg, **unit.showcase.paper_run_small)
+                progress.echo(f"{tag}: at {config_label(unit.showcase.paper_run_small)} here; its paper "
                               "configuration is synthesized at the end")
             man, tb, measured = _build_unit(
                 unit, cfg, out, tag, seed, sim,
@@ -1068,8 +965,8 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
                               "regression": tb.summary(), "passed": tb.passed,
                               "area": measured}
         bar.update()
-    smaller = [f"`{u.name}` at {config_label(u.demo_overrides)}" for u in units
-               if u.demo_overrides]
+    smaller = [f"`{u.name}` at {config_label(u.showcase.paper_run_small)}" for u in units
+               if u.showcase.paper_run_small]
     intro = ("Measured smaller in this section: " + ", ".join(smaller) + "; their paper "
              "configurations are in the last section.\n\n" if smaller else "")
     sections["units"] = intro + _tables(results, states)
@@ -1092,7 +989,7 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
                                 else "")
     write()
     big = {}
-    sized = [u for u in units if u.demo_overrides]
+    sized = [u for u in units if u.showcase.paper_run_small]
     workers = paper_workers(jobs, len(sized))
 
     def measure(unit):
@@ -1131,7 +1028,7 @@ def _paper_steps(out, seed: int, sim: str | None, jobs: int | None, bar) -> int:
     return 1 if failed else 0
 
 
-__all__ = ["Part", "Comparison", "OwnClock", "Scaling", "own_clock_rows",
+__all__ = ["own_clock_rows",
            "own_clock_section", "energy_at", "paper_figures", "report", "results_page",
            "check_markdown_path", "demo", "demo_units",
            "demo_ratios", "paper", "paper_steps", "paper_estimate"]

@@ -29,7 +29,7 @@ Grid
 * Run-time fields are refused: a field that the hardware does not depend on (Gecko's
   ``man_width``, ``sign_en``, ``fixed_width``: side-band inputs whose configuration value is only
   the testbench's default) would give the same area and timing at every value.  Fields the unit
-  declares as run-time inputs (:attr:`flows.registry.Unit.runtime_fields`) are refused at once;
+  declares as run-time inputs (:attr:`flows.declare.Unit.runtime_fields`) are refused at once;
   for every other swept configuration field the Verilog (:func:`flows.eda.generate.to_verilog`) is
   generated at the first grid point with that field set to each of its values, and again around
   each one-field change of that point; if every value gives the same Verilog everywhere, the
@@ -770,7 +770,7 @@ def _sweep(plan: Plan, args, out: Path, jobs: int, require) -> int:
         if plan.synth:
             require("yosys")
             require("sta")
-        if "regress" in plan.measures and plan.unit.sim == "icarus":
+        if "regress" in plan.measures and plan.unit.tests.sim == "icarus":
             require("iverilog")
         jobs = min(jobs, len(todo))
         where = "in this process" if jobs == 1 else f"on {jobs} local processes"

@@ -7,6 +7,7 @@ specified.  This package imports NumPy only; numba only behind the FPRaker tile 
 switch (:mod:`golden.fpraker.gemm`), when it is installed.
 """
 
+from dataclasses import field as _field
 from dataclasses import fields as _fields
 
 
@@ -50,9 +51,16 @@ def check_bool(cfg, name: str) -> None:
         raise ConfigError(type(cfg).__name__, name, value, "true or false")
 
 
+def runtime(default):
+    """A configuration field that is a run-time input of the hardware (a port), not a
+    parameter: its value is only the testbench's default, and the Verilog does not depend on
+    it (``field(default=…, metadata={"runtime": True})``)."""
+    return _field(default=default, metadata={"runtime": True})
+
+
 def config_dict(cfg) -> dict:
     """The fields of a configuration dataclass as a plain ``dict`` (for manifests and JSON)."""
     return {f.name: getattr(cfg, f.name) for f in _fields(cfg)}
 
 
-__all__ = ["ConfigError", "check_int", "check_choice", "check_bool", "config_dict"]
+__all__ = ["ConfigError", "check_int", "check_choice", "check_bool", "runtime", "config_dict"]

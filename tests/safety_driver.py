@@ -19,7 +19,6 @@ The first two run the CLI exactly as the console script does (signal handlers, f
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -1,7 +1,7 @@
 """Every registered unit synthesizes and meets timing at some clock, with figures that add up.
 
 At ``--effort standard`` (``make test``) each unit is synthesized at its small configuration
-(:attr:`flows.registry.Unit.synth_overrides`); at ``--effort full`` (``make test-full``) at its
+(:attr:`flows.declare.SynthPlan.small`); at ``--effort full`` (``make test-full``) at its
 paper configuration.  The flip-flop counts are derived from the RTL where its registers are few
 and regular; the cell area must be the sum of the liberty areas of the mapped cells, and the
 report must describe the Verilog that was synthesized.
@@ -66,7 +66,7 @@ def _bits(n: int) -> int:
 
 
 def _config(unit, effort):
-    return load_config(unit) if effort == "full" else unit.make_config(**unit.synth_overrides)
+    return load_config(unit) if effort == "full" else unit.make_config(**unit.synth.small)
 
 
 @pytest.mark.parametrize("unit_name", sorted(registry.UNITS))
@@ -131,6 +131,6 @@ def test_synth_overrides_are_smaller_than_the_paper_configuration():
     for unit in registry.UNITS.values():
         if unit.name == "common.round":
             continue        # a single rounding step: its default configuration is small already
-        small, paper = unit.make_config(**unit.synth_overrides), unit.make_config()
-        assert unit.synth_overrides and small != paper, unit.name
+        small, paper = unit.make_config(**unit.synth.small), unit.make_config()
+        assert unit.synth.small and small != paper, unit.name
         assert _size(small) < _size(paper), unit.name

@@ -35,6 +35,6 @@ def test_ports_and_instances(rows, cols):
     assert sorted(blocks) == sorted(f"pe{r}_{c}.{block}" for r in range(rows)
                                     for c in range(cols)
                                     for block in ("products", "exponent", "lanes", "accumulator"))
-    # the labels the breakdown is summed under (flows.families.fpraker.TILE_BLOCKS)
+    # the labels the breakdown is summed under (flows.tile_tables.TILE_BLOCKS)
     assert {block_label(b) for b in blocks} == {"pe*.products", "pe*.exponent", "pe*.lanes",
                                                 "pe*.accumulator"}

@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from flows import FlowError, registry
 from flows.cli import main
-from flows.registry import Unit
+from flows.declare import SynthPlan, Unit
 from flows.eda.synth import area, breakdown_blocks
 
 
@@ -65,7 +65,7 @@ class ToyConfig:
     pass
 
 
-TOY = Unit(name="toy.nest", summary="a toy hierarchy", config="tests:ToyConfig",
+TOY = Unit(name="toy.nest", summary="a toy hierarchy", config="test_breakdown:ToyConfig",
            component="tests:Toy", testbench="", preset="")
 
 
@@ -76,7 +76,7 @@ def _check_sums(r):
 
 
 def test_toy_hierarchy_blocks_and_rests(tmp_path):
-    unit = dataclasses.replace(TOY, breakdown=("a.x", "b"))
+    unit = dataclasses.replace(TOY, synth=SynthPlan(breakdown=("a.x", "b")))
     r = area(unit, ToyConfig(), outdir=tmp_path, factory=Toy, breakdown=True)
     blocks = {b["block"]: b for b in r["breakdown"]}
     assert [b["block"] for b in r["breakdown"]] == ["a.x", "b", "a (rest)", "(top)"]
@@ -123,7 +123,7 @@ def test_encoder_breakdown_through_the_cli(tmp_path, capsys):
     (("core",), ["breakdown block 'core'"]),
 ])
 def test_missing_breakdown_path_is_a_flow_error(paths, needles, tmp_path):
-    unit = dataclasses.replace(registry.get("fpraker.encoder"), breakdown=paths)
+    unit = dataclasses.replace(registry.get("fpraker.encoder"), synth=SynthPlan(breakdown=paths))
     with pytest.raises(FlowError) as e:
         area(unit, unit.make_config(lanes=2), outdir=tmp_path, breakdown=True)
     for needle in needles:
@@ -132,7 +132,7 @@ def test_missing_breakdown_path_is_a_flow_error(paths, needles, tmp_path):
 
 
 def test_nested_breakdown_paths_are_a_flow_error(tmp_path):
-    unit = dataclasses.replace(TOY, breakdown=("a", "a.x"))
+    unit = dataclasses.replace(TOY, synth=SynthPlan(breakdown=("a", "a.x")))
     with pytest.raises(FlowError, match="'a' and 'a.x' are nested"):
         area(unit, ToyConfig(), outdir=tmp_path, factory=Toy, breakdown=True)
 

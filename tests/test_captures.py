@@ -14,7 +14,8 @@ import pytest
 import flows
 from flows import FlowError
 from flows.cli import main
-from flows.families.gecko import TENSOR_ANALYSES, gecko_stats
+from flows.families.gecko import TENSOR_ANALYSES
+from flows.studies.gecko_stats import gecko_stats
 from flows.studies import captures, speedup
 from flows.studies.captures import CaptureError, CaptureWriter
 from golden.common import float_to_bf16

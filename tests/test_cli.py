@@ -158,7 +158,7 @@ def test_area_with_explicit_liberty_path(tmp_path, capsys):
 
 def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     import flows
-    import flows.families.gecko as gecko
+    import flows.bench.gecko as gecko
 
     monkeypatch.setattr(flows, "BUILD", tmp_path)
     real = gecko.bench_gecko

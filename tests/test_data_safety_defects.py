@@ -337,8 +337,10 @@ def test_11_study_fast_time_names_every_bad_run(tmp_path, capsys):
     (["study", "fpraker-rows", "--loads", "0.5"], "takes no --loads"),
     (["tensor-stats", "x.npz", "--analysis", "gecko", "--hbfp-rounding", "rne"],
      "--hbfp-rounding applies to --analysis hbfp"),
-    (["tensor-stats", "x.npz", "--analysis", "gecko", "--hbfp-m", "1000000"],
+    (["tensor-stats", "x.npz", "--analysis", "gecko", "--hbfp-m", "9"],
      "--hbfp-m applies to --analysis hbfp"),
+    (["tensor-stats", "x.npz", "--analysis", "gecko", "--hbfp-m", "1000000"],
+     "--hbfp-m: '1000000' is not an integer from 2 to 16"),
 ])
 def test_13_options_that_do_not_apply_are_refused(args, words, capsys):
     code, _, err = run(args, capsys)
@@ -350,7 +352,7 @@ def test_13_hbfp_m_has_a_range(tmp_path, capsys):
     np.savez(path, w=np.ones((4, 8), np.float32))
     code, _, err = run(["tensor-stats", path, "--analysis", "hbfp", "--hbfp-m", "1000000",
                         "-o", tmp_path / "out"], capsys)
-    assert code == 2 and "2..16" in one_line(err)
+    assert code == 2 and "from 2 to 16" in one_line(err)
 
 
 # 14 -----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flows.cli import main
-from flows.report import Scaling
+from flows.declare import Scaling
 from golden.equinox.hbfp import bfp_dequantize, bfp_quantize
 
 
@@ -35,9 +35,9 @@ def test_hbfp_tensor_stats_equal_a_direct_computation(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--hbfp-m", "17"], "--hbfp-m 17 is invalid: allowed an integer in 2..16"),
-    (["--hbfp-block", "0"], "--hbfp-block 0 is invalid"),
-    (["--hbfp-rounding", "up"], "--hbfp-rounding 'up' is invalid"),
+    (["--hbfp-m", "17"], "argument --hbfp-m: '17' is not an integer from 2 to 16"),
+    (["--hbfp-block", "0"], "argument --hbfp-block: '0' is not an integer from 1 to 65,536"),
+    (["--hbfp-rounding", "up"], "argument --hbfp-rounding: invalid choice: 'up'"),
     ([], "non-finite value inf"),
 ])
 def test_hbfp_tensor_stats_errors(args, message, tmp_path, capsys):
@@ -66,7 +66,7 @@ def test_configuration_errors_are_one_line(unit, setting, message, tmp_path, cap
 
 
 def test_scaling_fit_is_least_squares():
-    s = Scaling(label="t", members=("a", "b", "c", "d"), size=lambda c: c["n"], size_label="n")
+    s = Scaling(label="t", members=("a", "b", "c", "d"), size=("n",), size_label="n")
     res = {k: {"config": {"n": n}, "area_um2": a}
            for k, n, a in (("a", 1, 12.0), ("b", 2, 19.0), ("c", 4, 41.0), ("d", 8, 79.0))}
     pts, slope, intercept, r2 = s.fit(res)

@@ -12,13 +12,13 @@ import pytest
 from flows import FlowError, families, registry, report
 from flows.eda import simulate
 from flows.cli import main
-from flows.registry import EFFORTS, Unit
+from flows.declare import EFFORTS, Comparison, Unit
 
 
 def test_families_are_discovered_in_a_fixed_order():
     names = [families.family_name(m) for m in families.modules()]
     assert names[:3] == ["fpraker", "baseline", "gecko"]
-    assert [m.__name__ for m in families.discover()] == [m.__name__ for m in families.modules()]
+    assert sorted(names) == sorted(families.FAMILIES)
     assert list(registry.UNITS)[:7] == ["fpraker.encoder", "fpraker.pe", "fpraker.tile",
                                         "fpraker.bdc_encoder", "fpraker.bdc_decoder",
                                         "fpraker.bdc_loopback", "baseline.bf16_pe"]
@@ -43,12 +43,12 @@ def test_declarations_reach_the_flows():
 
 def test_comparison_ratios_counts_and_shares():
     areas = {"a": 30.0, "b": 10.0}
-    ratio = report.Comparison(label="r", numerator="a", denominator="b", paper_ratio=1, source="")
+    ratio = Comparison(label="r", numerator="a", denominator="b", paper_ratio=1, source="")
     assert ratio.ours(areas) == 3.0
-    many = report.Comparison(label="m", numerator="a", denominator="b", paper_ratio=1, source="",
+    many = Comparison(label="m", numerator="a", denominator="b", paper_ratio=1, source="",
                              denominator_count=6)
     assert many.ours(areas) == 0.5
-    share = report.Comparison(label="s", numerator="a", denominator="b", paper_ratio=1,
+    share = Comparison(label="s", numerator="a", denominator="b", paper_ratio=1,
                               source="", denominator_count=7, share=True)
     assert share.ours(areas) == 0.3
     text = report._ratio_section({"fast.converter": 30.0, "fast.array/cell": 10.0})
@@ -61,17 +61,17 @@ def test_unit_declarations_are_valid(unit_name):
     unit = registry.get(unit_name)
     configs = unit.test_configs()
     assert configs[0] == ("default", unit.config_class()())
-    assert len(configs) == 1 + len(unit.extra_configs)
+    assert len(configs) == 1 + len(unit.tests.configs)
     assert len({repr(cfg) for _, cfg in configs}) == len(configs)
     # the full effort adds its own configurations after those, each a new one
     full = unit.test_configs(effort="full")
     assert full[:len(configs)] == configs
-    assert len(full) == len(configs) + len(unit.full_configs)
-    unit.make_config(**unit.synth_overrides)
-    assert set(unit.test_sizes) == set(EFFORTS)
-    sizes = [unit.test_sizes[e] for e in EFFORTS]
+    assert len(full) == len(configs) + len(unit.tests.full_configs)
+    unit.make_config(**unit.synth.small)
+    assert set(unit.tests.sizes) == set(EFFORTS)
+    sizes = [unit.tests.sizes[e] for e in EFFORTS]
     assert sizes == sorted(sizes) and sizes[0] > 0
-    assert unit.sim in simulate.SIMULATORS
+    assert unit.tests.sim in simulate.SIMULATORS
 
 
 def test_units_follow_the_layout():
@@ -163,9 +163,9 @@ def test_runner_passes_sizes_simulator_and_manifest(monkeypatch, tmp_path):
     cfg = unit.make_config(lanes=2)
     for effort in EFFORTS:
         result = simulate.run_testbench(unit, cfg, effort=effort, build_root=tmp_path)
-        assert result.sim == unit.sim
+        assert result.sim == unit.tests.sim
     envs = [call["extra_env"] for call in _FakeRunner.calls]
-    assert [e["TRAINFAB_TEST_SIZE"] for e in envs] == [str(unit.test_sizes[e]) for e in EFFORTS]
+    assert [e["TRAINFAB_TEST_SIZE"] for e in envs] == [str(unit.tests.sizes[e]) for e in EFFORTS]
     assert [e["TRAINFAB_EFFORT"] for e in envs] == list(EFFORTS)
     man_path = envs[0]["TRAINFAB_MANIFEST"]
     assert man_path.endswith("fpraker_encoder.json")
@@ -181,29 +181,33 @@ def test_runner_passes_sizes_simulator_and_manifest(monkeypatch, tmp_path):
 
 
 def test_a_new_family_is_one_file(tmp_path, monkeypatch, capsys):
-    """A family module in a package is discovered, and its unit, paper figure and tensor
-    analysis appear in the flows without touching them."""
-    pkg = tmp_path / "extrafams"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "_private.py").write_text("raise RuntimeError('not a family')\n")
-    (pkg / "toy.py").write_text(textwrap.dedent('''
-        from flows.registry import Unit
-        from flows.studies.tensors import TensorAnalysis
+    """A family module of declarations (named in families.FAMILIES, here patched in) brings its
+    unit, paper figure and tensor analysis into the flows without touching them."""
+    (tmp_path / "toy.py").write_text(textwrap.dedent('''
+        from flows.declare import Showcase, TensorAnalysis, Unit
 
-        UNITS = (Unit(name="toy.adder", summary="a toy unit", config="golden.fpraker:EncoderConfig",
-                      component="hdl.fpraker:TermEncoder", testbench="tb.fpraker.encoder",
-                      preset="none", paper="1 µm² somewhere"),)
+        UNITS = (Unit(name="toy.adder", summary="a toy unit",
+                      config="golden.fpraker:EncoderConfig", component="hdl.fpraker:TermEncoder",
+                      testbench="tb.fpraker.encoder",
+                      showcase=Showcase(paper="1 µm² somewhere")),)
         TENSOR_ANALYSES = (TensorAnalysis(
-            name="count", summary="values per file",
-            run=lambda path, progress=None, scale=1: {"file": str(path), "scaled": scale},
-            markdown=lambda r: f"counted {r['scaled']}\\n",
-            options=((("--scale",), {"dest": "scale", "type": int, "default": 1}),)),)
+            name="count", summary="values per file", run="toy:count", markdown="toy:markdown",
+            options=((("--scale",), {"dest": "scale", "range": (1, 9), "default": 1}),)),)
+
+
+        def count(path, progress=None, scale=1):
+            return {"file": str(path), "scaled": scale}
+
+
+        def markdown(r):
+            return f"counted {r['scaled']}\\n"
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = families.discover("extrafams")
-    assert [families.family_name(m) for m in found] == ["toy"]
-    monkeypatch.setattr(families, "modules", lambda: (*families.discover(), *found))
+    import importlib
+
+    toy = importlib.import_module("toy")
+    original = families.modules()
+    monkeypatch.setattr(families, "modules", lambda: (*original, toy))
     assert registry.get("toy.adder").top == "toy_adder"
     assert report.paper_figures()["toy.adder"] == "1 µm² somewhere"
     assert main(["list"]) == 0 and "toy.adder" in capsys.readouterr().out

@@ -72,27 +72,27 @@ def test_demo_covers_every_family_at_a_valid_small_configuration():
     assert {u.family for u in units} == declared
     assert {"fpraker", "fast", "equinox", "gecko", "baseline", "common"} <= declared
     for unit in units:
-        unit.make_config(**unit.demo_config)  # a FlowError if the family's values are invalid
+        unit.make_config(**unit.showcase.demo)  # a FlowError if the family's values are invalid
 
 
 def test_demo_compares_fpraker_and_fast_with_their_baselines():
     """The baselines are in the demo at the sizes their families' units are, so the papers'
     ratios against them appear, each as the unit over its baseline."""
     units = report.demo_units()
-    results = {u.name: _fake_area(u, u.make_config(**u.demo_config)) for u in units}
+    results = {u.name: _fake_area(u, u.make_config(**u.showcase.demo)) for u in units}
     aliases = {part: u.name for u in units
-               for part in report._same_as_unit(u, u.make_config(**u.demo_config))}
+               for part in report._same_as_unit(u, u.make_config(**u.showcase.demo))}
     ratios = {(r["unit"], r["other"]): r for r in report.demo_ratios(results, aliases)}
     fp = ratios[("fpraker.pe", "baseline.bf16_pe")]
     assert fp["baseline"] and fp["paper"] == pytest.approx((4752 + 12950 / 8) / 22212)
-    assert registry.get("fpraker.pe").demo_config["lanes"] == \
-        registry.get("baseline.bf16_pe").demo_config["lanes"]
+    assert registry.get("fpraker.pe").showcase.demo["lanes"] == \
+        registry.get("baseline.bf16_pe").showcase.demo["lanes"]
     fmac = ratios[("fast.fmac", "baseline.mac16")]  # FAST states 16 bf16 MACs / fMAC = 9.6
     assert fmac["baseline"] and fmac["paper"] == pytest.approx(1 / 9.6)
     assert fmac["ours"] == pytest.approx(results["fast.fmac"]["area_um2"]
                                          / results["baseline.mac16"]["area_um2"])
-    assert registry.get("fast.fmac").demo_config["group"] == \
-        registry.get("baseline.mac16").demo_config["lanes"]
+    assert registry.get("fast.fmac").showcase.demo["group"] == \
+        registry.get("baseline.mac16").showcase.demo["lanes"]
     assert not ratios[("gecko.decompressor", "gecko.compressor")]["baseline"]
 
 
@@ -109,7 +109,7 @@ def test_demo_writes_table_json_and_plot(build, fakes, capsys):
         s = doc["units"][unit.name]
         assert s["family"] == unit.family and s["passed"]
         assert s["area_um2"] > 0 and s["fmax_mhz"] > 0 and s["area_ge"] > 0
-        assert s["configuration"] == registry.config_label(unit.demo_config)
+        assert s["configuration"] == registry.config_label(unit.showcase.demo)
     fp_row = next(line for line in md.splitlines() if line.startswith("| fpraker.pe |"))
     assert "× baseline.bf16_pe (paper: 0.29 ×)" in fp_row
     assert "## Area ratios beside the papers'" in md and "](demo.png)" in md

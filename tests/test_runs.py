@@ -282,7 +282,7 @@ def test_no_zero_width_signals_in_verilog():
 
 
 def test_a_damaged_bench_tensor_is_rewritten(tmp_path, monkeypatch):
-    import flows.families.gecko as gecko
+    import flows.bench.gecko as gecko
 
     monkeypatch.setattr(flows, "BUILD", tmp_path)
     first = gecko.bench_gecko(n=5000)

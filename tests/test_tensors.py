@@ -8,7 +8,7 @@ import pytest
 from flows import FlowError
 from flows.studies import tensors
 from flows.cli import main
-from flows.families.gecko import gecko_stats
+from flows.studies.gecko_stats import gecko_stats
 from flows.studies.tensors import read_tensors, write_safetensors
 from golden.common import float_to_bf16
 from golden.gecko.codec import GeckoConfig, compress
@@ -410,5 +410,5 @@ def test_an_empty_tensor_has_no_ratios(tmp_path):
     empty, full = stats["tensors"]
     assert empty["gecko_ratio"] is None and empty["width_share"] is None
     assert full["gecko_ratio"] > 0 and stats["total"]["values"] == 4
-    from flows.families.gecko import stats_markdown
+    from flows.studies.gecko_stats import stats_markdown
     assert "| e | 0 | no values (an empty tensor) |" in stats_markdown(stats)

@@ -1,5 +1,5 @@
 """Every registered unit's cocotb testbench, at the paper configuration and at each non-default
-configuration its family declares (:meth:`flows.registry.Unit.test_configs`), at the ``--effort``
+configuration its family declares (:meth:`flows.declare.Unit.test_configs`), at the ``--effort``
 level of the run."""
 
 import pytest
@@ -24,11 +24,11 @@ def test_testbench(unit_name, cfg, paper, full_only, tb_options, effort):
         pytest.skip(f"{unit_name}: this configuration runs under --effort full")
     if paper:
         # large paper configurations (8x8 tiles) run only under full effort, on their simulator
-        if registry.EFFORTS.index(effort) < registry.EFFORTS.index(unit.paper_test_effort):
+        if registry.EFFORTS.index(effort) < registry.EFFORTS.index(unit.tests.paper_effort):
             pytest.skip(f"{unit_name}'s paper configuration runs under --effort "
-                        f"{unit.paper_test_effort}")
-        if unit.paper_test_sim and options.get("sim") is None:
-            options["sim"] = unit.paper_test_sim
+                        f"{unit.tests.paper_effort}")
+        if unit.tests.paper_sim and options.get("sim") is None:
+            options["sim"] = unit.tests.paper_sim
     result = run_testbench(unit_name, cfg, effort=effort, **options)
     assert result.tests > 0, f"no cocotb test ran; log {result.log}"
     assert result.passed, f"{result.summary()}\n{failure_details(result)}"

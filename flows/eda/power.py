@@ -389,7 +389,7 @@ def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK
         (work / src).write_text(text)
         bar.set_postfix(PHASES[0])
         progress(f"{unit.name}: synthesizing …")
-        flat = _synthesize(yosys, unit.top, src, lib, work, clock_ns, share=unit.synth_share)
+        flat = _synthesize(yosys, unit.top, src, lib, work, clock_ns, share=unit.synth.share)
         seconds["synthesis"] = round(flat["seconds"], 2)
         net_text, instances = power_netlist((work / flat["netlist"]).read_text())
         netlist = f"{unit.top}.power.v"

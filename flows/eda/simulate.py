@@ -7,7 +7,7 @@ Each run gets its own directory for its log and results.
 
 The testbench reads its run parameters from the environment: ``TRAINFAB_CONFIG`` (the
 configuration as JSON), ``TRAINFAB_SEED``, ``TRAINFAB_EFFORT``, ``TRAINFAB_TEST_SIZE`` (the size
-of its random part at this effort, from :attr:`flows.registry.Unit.test_sizes`) and
+of its random part at this effort, from :attr:`flows.declare.TestPlan.sizes`) and
 ``TRAINFAB_MANIFEST`` (the manifest's path).
 """
 
@@ -88,10 +88,10 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
     seed : int
         Passed to the testbench (``TRAINFAB_SEED``) and to cocotb.
     sim : {"icarus", "verilator"}, optional
-        Defaults to the unit's own simulator (:attr:`~flows.registry.Unit.sim`).
+        Defaults to the unit's own simulator (:attr:`flows.declare.TestPlan.sim`).
     effort : {"quick", "standard", "full"}
         Size of the random parts of the testbench (``TRAINFAB_TEST_SIZE`` from the unit's
-        :attr:`~flows.registry.Unit.test_sizes`).
+        :attr:`flows.declare.TestPlan.sizes`).
     waves : bool
         Dump waveforms into the run directory.
     factory : callable, optional
@@ -113,7 +113,7 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
 
     unit = get(unit) if isinstance(unit, str) else unit
     cfg = cfg if cfg is not None else unit.config_class()()
-    sim = sim or unit.sim
+    sim = sim or unit.tests.sim
     if effort not in EFFORTS:
         raise FlowError(f"unknown effort {effort!r}; choose one of {', '.join(EFFORTS)}")
     if sim not in SIMULATORS:
@@ -184,8 +184,8 @@ def run_testbench(unit: Unit | str, cfg=None, *, seed: int = 1, sim: str | None 
         "TRAINFAB_EFFORT": effort,
         "TRAINFAB_MANIFEST": str(man_path),
     }
-    if effort in unit.test_sizes:
-        env["TRAINFAB_TEST_SIZE"] = str(unit.test_sizes[effort])
+    if effort in unit.tests.sizes:
+        env["TRAINFAB_TEST_SIZE"] = str(unit.tests.sizes[effort])
     env.update(extra_env or {})
     # Icarus dumps where the build's dump module says unless told otherwise: into this run's
     # folder, not the shared build folder (Verilator writes dump.vcd into its working folder,

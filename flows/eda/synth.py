@@ -22,7 +22,7 @@ Breakdown (``area(..., breakdown=True)``, ``trainfab area UNIT --breakdown``): t
 without ``-flatten`` maps every module on its own (Amaranth writes one module per submodule
 instance, named by its hierarchical path: instance ``core`` of ``fpraker_pe`` is module
 ``fpraker_pe.core``), and ``stat -liberty`` gives each module's own cell area.  Blocks are the
-unit's :attr:`~flows.registry.Unit.breakdown` paths, else the top's child instances; a block's
+unit's :attr:`flows.declare.SynthPlan.breakdown` paths, else the top's child instances; a block's
 area includes its descendants, and every ancestor of a block (the top included) gets a
 ``(rest)`` entry with its own cells and its other children, so the entries sum to the
 hierarchical total.  That total differs from the flattened area (nothing is optimized across
@@ -513,7 +513,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
     ``breakdown`` (area, cells and flip-flops per block; see the module docstring).
 
-    With ``retime`` (default: :meth:`~flows.registry.Unit.retimes`, the C-slow configurations
+    With ``retime`` (default: :meth:`flows.declare.Unit.retimes`, the C-slow configurations
     of a unit that has them), the flattened synthesis goes through ABC's retiming
     (:func:`retime_scripts`): its registers move into its logic, the clock gets faster and the
     flip-flops lose their names; ``retimed`` in the report says so.  The retimed netlist is
@@ -568,11 +568,11 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
         source = f"{unit.top}.v"
         (work / source).write_text(text)
         if retime:
-            flat = _retime(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth_share,
+            flat = _retime(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth.share,
                            phases=phases if progress else None)
         else:
             flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns,
-                               share=unit.synth_share, phases=phases if progress else None)
+                               share=unit.synth.share, phases=phases if progress else None)
         chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
         if not chip:
             raise FlowError("yosys printed no chip area")
@@ -588,7 +588,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             phases.start("co-simulation of the retimed netlist")
             # the reset runs through each register chain (a cycle per context) and through
             # the registers retiming moved: twice the contexts, at least 16 cycles
-            contexts = getattr(cfg, unit.cslow_field, 1) if unit.cslow_field else 1
+            contexts = getattr(cfg, unit.synth.cslow_field, 1) if unit.synth.cslow_field else 1
             check = cosim(text, (work / flat["netlist"]).read_text(), unit.top, lib,
                           cycles=RETIME_CHECK_CYCLES, reset_cycles=max(16, 2 * contexts),
                           workdir=work)
@@ -653,7 +653,7 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
             report["runtime_fields"] = list(unit.runtime_fields)
         if breakdown:
             hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False,
-                               share=unit.synth_share, phases=phases if progress else None)
+                               share=unit.synth.share, phases=phases if progress else None)
             total, blocks = _breakdown(unit.top, hier, paths)
             if any(_is_pattern(p) for p in unit.breakdown_paths(cfg)):
                 blocks = group_blocks(blocks)
@@ -666,9 +666,9 @@ def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_
                                   if p.is_file() and not p.name.startswith(".")]
                                  + ["area.json", "area.md"])
         text = markdown(report)
-        if breakdown and unit.breakdown_table:
+        if breakdown and unit.synth.breakdown_table:
             from ..registry import resolve
-            text += "\n" + resolve(unit.breakdown_table)(report) + "\n"
+            text += "\n" + resolve(unit.synth.breakdown_table)(report) + "\n"
         (work / "area.md").write_text(text)
         (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
     if timings is not None:
@@ -712,11 +712,11 @@ def group_blocks(blocks: list[dict]) -> list[dict]:
 
 
 def check_breakdown_paths(unit: Unit, verilog_text: str, cfg=None) -> tuple[str, ...] | None:
-    """The unit's breakdown paths for ``cfg`` (:meth:`~flows.registry.Unit.breakdown_paths`;
+    """The unit's breakdown paths for ``cfg`` (:meth:`flows.declare.Unit.breakdown_paths`;
     ``None``: the top's children), each checked to be an instance of the design and none inside
     another; :class:`FlowError` naming the first that is not.  Glob patterns (``pe*.lanes``)
     expand to every matching instance."""
-    paths = (unit.breakdown_paths(cfg) if cfg is not None else unit.breakdown) or None
+    paths = (unit.breakdown_paths(cfg) if cfg is not None else unit.synth.breakdown) or None
     if paths is None:
         return None
     prefix = unit.top + "."

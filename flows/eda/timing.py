@@ -19,40 +19,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import FlowError, build_dir
+from ..declare import ClockTarget
 from .close import _pool, meets, synth_depth
 
 #: buffer trees on nets of more than this many loads (the figures of ``trainfab close``)
 MAX_FANOUT = 16
-
-
-@dataclass(frozen=True)
-class ClockTarget:
-    """A unit's configuration that meets (or is the closest to) a clock target."""
-
-    #: the unit, measured at its paper configuration
-    unit: str
-    #: field overrides of the paper configuration: the stages (and contexts) that close timing
-    overrides: dict = field(default_factory=dict)
-    #: the clock to meet, MHz (the period ABC targets is ``1000 / target_mhz`` ns)
-    target_mhz: float = 200.0
-    #: what the configuration is, in a few words (the table's last column)
-    note: str = ""
-    #: the row's name when a unit has several targets (default: the unit's)
-    label: str = ""
-    #: a synthesis that takes tens of minutes: started first under ``-j``
-    large: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.label or self.unit
-
-    @property
-    def clock_ns(self) -> float:
-        return round(1000.0 / self.target_mhz, 3)
 
 
 def targets(names=()) -> list[ClockTarget]:

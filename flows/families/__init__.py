@@ -1,55 +1,51 @@
 """Families: each module of this package declares everything the flows know about one family.
 
-A family module (``flows/families/<family>.py``) may define:
+A family module (``flows/families/<family>.py``) imports :mod:`flows.declare` only and may
+define these sequences of its declarations (a missing one is empty):
 
 ``UNITS``
-    :class:`flows.registry.Unit` entries, each named ``<family>.<unit>``;
+    :class:`~flows.declare.Unit` entries, each named ``<family>.<unit>``;
 ``PARTS``
-    :class:`flows.report.Part` entries: sub-blocks the papers report separately;
+    :class:`~flows.declare.Part` entries: sub-blocks the papers report separately;
 ``COMPARISONS``
-    :class:`flows.report.Comparison` entries: area ratios the papers state;
-``BENCHES``
-    :class:`flows.bench.Bench` entries for ``trainfab bench``;
-``TENSOR_ANALYSES``
-    :class:`flows.studies.tensors.TensorAnalysis` entries for ``trainfab tensor-stats``;
+    :class:`~flows.declare.Comparison` entries: area ratios the papers state;
 ``SCALINGS``
-    :class:`flows.report.Scaling` entries: area against a size measure, with a linear fit;
+    :class:`~flows.declare.Scaling` entries: area against a size measure, with a linear fit;
 ``OWN_CLOCKS``
-    :class:`flows.report.OwnClock` entries: a design beside its baseline at each one's fmax;
+    :class:`~flows.declare.OwnClock` entries: a design beside its baseline at each one's fmax;
 ``TIMING``
-    :class:`flows.eda.timing.ClockTarget` entries: the configurations that close each
+    :class:`~flows.declare.ClockTarget` entries: the configurations that close each
     pipelined unit's timing (``trainfab timing``);
+``TENSOR_ANALYSES``
+    :class:`~flows.declare.TensorAnalysis` entries for ``trainfab tensor-stats``;
+``BENCHES``
+    :class:`~flows.declare.Bench` entries for ``trainfab bench``;
 ``ORDER``
-    an integer placing the family in listings and reports (default 100; ties by module name).
+    an integer placing the family in listings and reports.
 
-Modules are discovered with :mod:`pkgutil` (names starting with ``_`` are skipped), so adding a
-family means adding one file here and touching no other flow code.
+:data:`FAMILIES` lists the family modules: adding a family is one file here and its name in
+that list.
 """
 
 import functools
 import importlib
-import pkgutil
 from types import ModuleType
 
 from .. import FlowError
+
+#: the family modules of this package
+FAMILIES = ("fpraker", "baseline", "gecko", "fast", "equinox", "common")
 
 #: what a family module may declare (each a sequence; a missing one is empty)
 DECLARATIONS = ("UNITS", "PARTS", "COMPARISONS", "BENCHES", "TENSOR_ANALYSES", "SCALINGS",
                 "OWN_CLOCKS", "TIMING")
 
 
-def discover(package: str = __name__) -> list[ModuleType]:
-    """The family modules of ``package``, ordered by their ``ORDER`` then by name."""
-    pkg = importlib.import_module(package)
-    found = [importlib.import_module(f"{package}.{info.name}")
-             for info in pkgutil.iter_modules(pkg.__path__) if not info.name.startswith("_")]
-    return sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
-
-
 @functools.cache
 def modules() -> tuple[ModuleType, ...]:
-    """The family modules of this package (discovered once)."""
-    return tuple(discover())
+    """The family modules, ordered by their ``ORDER`` then by name."""
+    found = [importlib.import_module(f"{__name__}.{name}") for name in FAMILIES]
+    return tuple(sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.__name__)))
 
 
 def family_name(module: ModuleType) -> str:
@@ -106,6 +102,6 @@ def own_clocks() -> list:
     return collect("OWN_CLOCKS")
 
 
-__all__ = ["DECLARATIONS", "discover", "modules", "family_name", "collect", "units", "parts",
-           "comparisons", "benches", "tensor_analyses", "scalings",
-           "own_clocks", "clock_targets"]
+__all__ = ["FAMILIES", "DECLARATIONS", "modules", "family_name", "collect", "units", "parts",
+           "comparisons", "benches", "tensor_analyses", "scalings", "own_clocks",
+           "clock_targets"]

@@ -1,13 +1,12 @@
-"""The baselines the papers compare against: FPRaker's bit-parallel bfloat16 PE
-(``docs/specs/fpraker.md`` §11.6, §14) and FAST's Table IV 16-MAC designs (``docs/specs/fast.md`` §7).
+"""The baselines the papers compare against: FPRaker's bit-parallel bfloat16 PE and tile
+(``docs/specs/fpraker.md`` §11.6, §14) and FAST's Table IV 16-MAC designs (``docs/specs/fast.md``
+§7).
 
 The ratios against them are the papers' and live in the families that state them
 (:mod:`flows.families.fpraker`, :mod:`flows.families.fast`).
 """
 
-from ..registry import Unit
-from ..report import Part
-from ..eda.timing import ClockTarget
+from ..declare import ClockTarget, Part, Showcase, SynthPlan, TestPlan, Unit
 
 ORDER = 20
 
@@ -15,56 +14,61 @@ UNITS = (
     Unit(name="baseline.bf16_pe",
          summary="Bit-parallel bf16 PE: 8 multipliers, same 1.9 accumulator",
          config="BaselineConfig", component="BF16PE", preset="baseline-paper",
-         extra_configs=({"keep_bits": 6}, {"lanes": 4, "int_bits": 4, "out_round": "rne"},
-                        {"frac_bits": 16},
-                        # stages before the accumulator (the latency is checked exactly)
-                        {"lanes": 3, "int_bits": 4, "pipeline": 1},
-                        {"lanes": 2, "frac_bits": 16, "out_round": "rne", "pipeline": 3},
-                        # interleaved dot products: cuts inside the accumulation loop
-                        {"lanes": 3, "int_bits": 4, "pipeline": 1, "contexts": 6},
-                        {"lanes": 2, "frac_bits": 16, "pipeline": 2, "contexts": 3}),
-         test_sizes={"quick": 500, "standard": 2000, "full": 20000},
-         synth_overrides={"lanes": 2},
+         tests=TestPlan(sizes={"quick": 500, "standard": 2000, "full": 20000},
+                        configs=({"keep_bits": 6},
+                                 {"lanes": 4, "int_bits": 4, "out_round": "rne"},
+                                 {"frac_bits": 16},
+                                 # stages before the accumulator (the latency checked exactly)
+                                 {"lanes": 3, "int_bits": 4, "pipeline": 1},
+                                 {"lanes": 2, "frac_bits": 16, "out_round": "rne",
+                                  "pipeline": 3},
+                                 # interleaved dot products: cuts inside the accumulation loop
+                                 {"lanes": 3, "int_bits": 4, "pipeline": 1, "contexts": 6},
+                                 {"lanes": 2, "frac_bits": 16, "pipeline": 2, "contexts": 3})),
+         synth=SynthPlan(small={"lanes": 2}),
          # the size of fpraker.pe's demo configuration
-         demo_config={"lanes": 2},
-         paper="22,212 µm² per PE at 65 nm (FPRaker Table III)"),
+         showcase=Showcase(paper="22,212 µm² per PE at 65 nm (FPRaker Table III)",
+                           demo={"lanes": 2})),
     Unit(name="baseline.bf16_tile",
          summary="Bit-parallel bf16 baseline tile: rows x cols bf16 PEs, A down the columns, "
                  "B along the rows, joined streams, one group per cycle",
          config="BaselineTileConfig", component="Bf16Tile", preset="baseline-paper",
-         extra_configs=(
-                        # the PEs' stages (busy, error and the results checked cycle by cycle)
-                        {"rows": 2, "cols": 2, "lanes": 4, "int_bits": 4, "pipeline": 1},
-                        {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3},
-                        # interleaved output tiles (the PEs' contexts)
-                        {"rows": 2, "cols": 2, "lanes": 2, "int_bits": 4, "pipeline": 1,
-                         "contexts": 3}),
-         # 2x4: 17 s, 4x4: a minute on Icarus at the standard size
-         full_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
-         test_sizes={"quick": 300, "standard": 2000, "full": 20000},
-         synth_overrides={"rows": 2, "cols": 1, "lanes": 2},
-         paper_test_effort="full",
-         breakdown=("pe*.products", "pe*.exponent", "pe*.lanes", "pe*.accumulator"),
-         breakdown_table="flows.families.fpraker:table_iii", synth_share=False,
-         demo_overrides={"rows": 4, "cols": 4},
-         paper="1,421,579 µm² at 65 nm (FPRaker Table III)"),
+         tests=TestPlan(sizes={"quick": 300, "standard": 2000, "full": 20000},
+                        configs=(
+                            # the PEs' stages (busy, error and the results checked cycle by
+                            # cycle)
+                            {"rows": 2, "cols": 2, "lanes": 4, "int_bits": 4, "pipeline": 1},
+                            {"rows": 1, "cols": 2, "lanes": 2, "pipeline": 3},
+                            # interleaved output tiles (the PEs' contexts)
+                            {"rows": 2, "cols": 2, "lanes": 2, "int_bits": 4, "pipeline": 1,
+                             "contexts": 3}),
+                        # 2x4: 17 s, 4x4: a minute on Icarus at the standard size
+                        full_configs=({"rows": 2, "cols": 4}, {"rows": 4, "cols": 4}),
+                        paper_effort="full"),
+         synth=SynthPlan(small={"rows": 2, "cols": 1, "lanes": 2}, share=False,
+                         breakdown=("pe*.products", "pe*.exponent", "pe*.lanes",
+                                    "pe*.accumulator"),
+                         breakdown_table="flows.tile_tables:table_iii"),
+         showcase=Showcase(paper="1,421,579 µm² at 65 nm (FPRaker Table III)",
+                           paper_run_small={"rows": 4, "cols": 4})),
     Unit(name="baseline.mac16",
          summary="FAST Table IV baseline: 16 MACs (int8/int12 with 32-bit accumulators; "
                  "hfp8/bf16/fp16 with FP32 accumulation)",
          config="MAC16Config", component="MAC16", preset="baseline-paper",
-         extra_configs=({"fmt": "int8"}, {"fmt": "int12"}, {"fmt": "hfp8"}, {"fmt": "fp16"},
-                        {"fmt": "bf16", "lanes": 3},
-                        # stages before the accumulators (the latency is checked exactly)
-                        {"lanes": 3, "pipeline": 1}, {"fmt": "int8", "lanes": 3, "pipeline": 2},
-                        # interleaved sums: the adder's stages inside the loop
-                        {"fmt": "fp16", "lanes": 3, "pipeline": 2, "contexts": 3},
-                        {"fmt": "hfp8", "lanes": 2, "contexts": 5}),
-         full_configs=({"fmt": "fp16", "lanes": 3, "pipeline": 2},),
-         test_sizes={"quick": 200, "standard": 700, "full": 20000},
-         synth_overrides={"lanes": 2},
+         tests=TestPlan(sizes={"quick": 200, "standard": 700, "full": 20000},
+                        configs=({"fmt": "int8"}, {"fmt": "int12"}, {"fmt": "hfp8"},
+                                 {"fmt": "fp16"}, {"fmt": "bf16", "lanes": 3},
+                                 # stages before the accumulators (the latency checked exactly)
+                                 {"lanes": 3, "pipeline": 1},
+                                 {"fmt": "int8", "lanes": 3, "pipeline": 2},
+                                 # interleaved sums: the adder's stages inside the loop
+                                 {"fmt": "fp16", "lanes": 3, "pipeline": 2, "contexts": 3},
+                                 {"fmt": "hfp8", "lanes": 2, "contexts": 5}),
+                        full_configs=({"fmt": "fp16", "lanes": 3, "pipeline": 2},)),
+         synth=SynthPlan(small={"lanes": 2}),
          # 4 bf16 MACs: one per value of fast.fmac's demo group of 4
-         demo_config={"lanes": 4},
-         paper="9.6x the fMAC (FAST Table IV, 16x bfloat16)"),
+         showcase=Showcase(paper="9.6x the fMAC (FAST Table IV, 16x bfloat16)",
+                           demo={"lanes": 4})),
 )
 
 #: the other Table IV formats, measured beside the unit's bf16 preset
@@ -97,5 +101,3 @@ TIMING = (
                 note="five interleaved sums per lane, the FP32 adder's four stages inside "
                      "the loop"),
 )
-
-__all__ = ["UNITS", "TIMING", "PARTS"]

@@ -12,8 +12,7 @@ regressed with register stages (``pipeline``), each output checked exactly ``pip
 after its input.
 """
 
-from ..registry import Unit
-from ..eda.timing import ClockTarget
+from ..declare import ClockTarget, Showcase, SynthPlan, TestPlan, Unit
 
 ORDER = 90
 
@@ -22,7 +21,7 @@ UNITS = (
          summary="Rounding block: a raw significand and exponent to a float or integer format",
          config="golden.common.rounding:RoundConfig", component="hdl.common.rounding:Round",
          testbench="tb.common.rounding", preset="common",
-         extra_configs=(
+         tests=TestPlan(sizes={"quick": 300, "standard": 2000, "full": 30000}, configs=(
              # the FPRaker/baseline accumulator normalizer and read-out (golden.common.accumulator)
              {"fmt": "e10m9", "in_width": 18, "signed": True, "frac": 12, "exp_width": 12,
               "overflow": "wrap"},
@@ -56,20 +55,18 @@ UNITS = (
               "overflow": "saturate", "pipeline": 2},
              {"fmt": "e4m3", "in_width": 12, "frac": 8, "exp_width": 6, "mode": "sr",
               "rand_bits": 4, "overflow": "saturate", "pipeline": 2},
-         ),
-         test_sizes={"quick": 300, "standard": 2000, "full": 30000},
-         synth_overrides={}),
+         ))),
     Unit(name="common.fp_add",
          summary="Floating-point adder (RNE, DAZ/FTZ): the FP32 accumulators' adder",
          config="golden.common.fp_add:FPAddConfig", component="hdl.common.fp_add:FPAdder",
          testbench="tb.common.fp_add", preset="common",
-         extra_configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"},
-                        # register stages (the latency is checked exactly)
-                        {"pipeline": 1}, {"fmt": "bf16", "pipeline": 3},
-                        {"fmt": "fp16", "pipeline": 5}),
-         test_sizes={"quick": 500, "standard": 5000, "full": 100000},
-         synth_overrides={"fmt": "bf16"},
-         demo_config={"fmt": "bf16"}),
+         tests=TestPlan(sizes={"quick": 500, "standard": 5000, "full": 100000},
+                        configs=({"fmt": "bf16"}, {"fmt": "fp16"}, {"fmt": "e5m2"},
+                                 # register stages (the latency is checked exactly)
+                                 {"pipeline": 1}, {"fmt": "bf16", "pipeline": 3},
+                                 {"fmt": "fp16", "pipeline": 5})),
+         synth=SynthPlan(small={"fmt": "bf16"}),
+         showcase=Showcase(demo={"fmt": "bf16"})),
 )
 
 #: the configurations that close the shared blocks' timing (``trainfab timing``)
@@ -79,4 +76,3 @@ TIMING = (
                 note="two register stages in the FP32 adder"),
 )
 
-__all__ = ["UNITS", "TIMING"]

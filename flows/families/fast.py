@@ -1,114 +1,66 @@
-"""FAST (``docs/specs/fast.md``): BFP conversion with stochastic rounding, the variable-precision fMAC
-and the BFP GEMM.
+"""FAST (``docs/specs/fast.md``): BFP conversion with stochastic rounding, the variable-precision
+fMAC and the BFP GEMM.
 
 Declares the converter, fMAC and fMAC systolic-array units, the parts the reports measure on
 their own (the fMAC with FAST's 2/4-bit registers, by block; one array cell), the Table IV area
 ratios against the 16-MAC baselines (:mod:`flows.families.baseline`), the converter's share of a
-16 x 16 array and the golden model's benchmarks.
+16 x 16 array, the designs at each one's clock, the clock targets and the golden model's
+benchmark.
 """
 
-import time
-
-from ..bench import Bench
-from ..registry import Unit
-from ..report import Comparison, OwnClock, Part
-from ..eda.timing import ClockTarget
+from ..declare import (Bench, ClockTarget, Comparison, OwnClock, Part, Showcase, SynthPlan,
+                       TestPlan, Unit)
 
 ORDER = 40
-
-
-def bench_fast(scale: int = 1, seed: int = 0) -> dict:
-    """Speed of the FAST golden model.
-
-    * ``bfp_quantize`` over a tensor of ``4_000_000 / scale`` FP32 values (N(0, 1) with a wide
-      exponent spread), truncation and stochastic rounding (random values drawn beforehand),
-      and the LaneRNG draws for it; best of three runs;
-    * ``bfp_gemm`` of ``256 x 1024`` by ``1024 x 256`` (``/ scale`` rows), paper mode,
-      ``mx = my = 4``, FWD on a 16 x 16 array.
-    """
-    import numpy as np
-
-    from golden.fast.numerics import LaneRNG, bfp_gemm, bfp_quantize_groups
-
-    rng = np.random.default_rng(seed)
-    n = 4_000_000 // scale // 16 * 16
-    x = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
-    groups = x.reshape(-1, 16)
-    rand = LaneRNG().draws(groups.shape[0])
-    M = 256 // scale
-    X = rng.standard_normal((M, 1024)).astype(np.float32)
-    Y = rng.standard_normal((1024, 256)).astype(np.float32)
-    return {"values": n,
-            "trunc_values_per_s": n / _best(lambda: bfp_quantize_groups(groups, 4, "trunc")),
-            "sr_values_per_s": n / _best(lambda: bfp_quantize_groups(groups, 4, "sr", rand)),
-            "lfsr_draws_per_s": groups.shape[0] / _best(lambda: LaneRNG().draws(len(groups))),
-            "gemm_shape": (M, 1024, 256),
-            "gemm_s": _best(lambda: bfp_gemm(X, Y, 4, 4, "fwd", "paper", array=(16, 16)), 1)}
-
-
-def _best(run, repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` runs (the first also pays for first-touch memory)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def fast_table(scale: int = 1, seed: int = 0) -> str:
-    r = bench_fast(scale, seed)
-    M, K, N = r["gemm_shape"]
-    return (f"| FAST golden model | value |\n|---|---|\n"
-            f"| bfp_quantize, truncation, {r['values']:,} values | "
-            f"{r['trunc_values_per_s'] / 1e6:.1f} million values/s |\n"
-            f"| bfp_quantize, stochastic rounding (LaneRNG draws excluded) | "
-            f"{r['sr_values_per_s'] / 1e6:.1f} million values/s |\n"
-            f"| LaneRNG | {r['lfsr_draws_per_s'] / 1e3:.0f} thousand 16-lane draws/s |\n"
-            f"| bfp_gemm {M}x{K} . {K}x{N}, paper mode, mx = my = 4 | {r['gemm_s']:.2f} s |")
-
 
 UNITS = (
     Unit(name="fast.converter",
          summary="FAST FP32 -> BFP converter: 16 lanes, LFSR stochastic rounding, 3 stages",
          config="ConverterConfig", component="Converter", preset="fast-paper",
-         extra_configs=({"m": 2}, {"group": 5, "m": 6},
-                        # register stages (every cycle checked against the cycle model)
-                        {"group": 5, "m": 6, "pipeline": 2}, {"group": 3, "pipeline": 4}),
-         test_sizes={"quick": 300, "standard": 1000, "full": 20000},
-         synth_overrides={"group": 4},
-         paper="4.56 % of the FAST system's area (Table III; the system includes the SRAMs)"),
+         tests=TestPlan(sizes={"quick": 300, "standard": 1000, "full": 20000},
+                        configs=({"m": 2}, {"group": 5, "m": 6},
+                                 # register stages (every cycle checked against the model)
+                                 {"group": 5, "m": 6, "pipeline": 2},
+                                 {"group": 3, "pipeline": 4})),
+         synth=SynthPlan(small={"group": 4}),
+         showcase=Showcase(paper="4.56 % of the FAST system's area (Table III; the system "
+                                 "includes the SRAMs)")),
     Unit(name="fast.fmac",
          summary="FAST fMAC: 16 2b x 2b multipliers, FP generator, FP32 accumulator; "
                  "(mx/2)(my/2) cycles per group pair",
          config="FMACConfig", component="FMAC", preset="fast-paper",
-         extra_configs=({"m_max": 4}, {"group": 5, "m_max": 6}, {"m_max": 4, "pipeline": 1},
-                        {"group": 5, "m_max": 6, "pipeline": 3},
-                        # interleaved dot products: the adder's stages inside the loop
-                        {"group": 5, "m_max": 6, "contexts": 3, "pipeline": 2},
-                        {"m_max": 4, "contexts": 5}),
-         test_sizes={"quick": 12, "standard": 60, "full": 10000},
-         synth_overrides={"group": 4, "m_max": 4},
+         tests=TestPlan(sizes={"quick": 12, "standard": 60, "full": 10000},
+                        configs=({"m_max": 4}, {"group": 5, "m_max": 6},
+                                 {"m_max": 4, "pipeline": 1},
+                                 {"group": 5, "m_max": 6, "pipeline": 3},
+                                 # interleaved dot products: the adder's stages inside the loop
+                                 {"group": 5, "m_max": 6, "contexts": 3, "pipeline": 2},
+                                 {"m_max": 4, "contexts": 5})),
+         synth=SynthPlan(small={"group": 4, "m_max": 4},
+                         breakdown=("multipliers.products", "multipliers.tree", "fp_gen",
+                                    "fp_add")),
          # groups of 4 with FAST's 2/4-bit widths, beside 4 bf16 MACs (baseline.mac16)
-         demo_config={"group": 4, "m_max": 4},
-         breakdown=("multipliers.products", "multipliers.tree", "fp_gen", "fp_add"),
-         paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)"),
+         showcase=Showcase(paper="1x (Table IV: 0.885 mW; 16x INT-8 is 3.8x its area)",
+                           demo={"group": 4, "m_max": 4})),
     Unit(name="fast.array",
          summary="FAST fMAC systolic array: rows x cols fMAC cells, FWD / BWD-DATA / WGRAD "
                  "dataflows at run time, input skew, output deskew",
          config="FMACArrayConfig", component="FMACArray", preset="fast-paper",
-         extra_configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2},
-                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8},
-                        {"rows": 2, "cols": 1, "m_max": 2},
-                        {"rows": 2, "cols": 2, "group": 4, "pipeline": 2},
-                        {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "pipeline": 3},
-                        # interleaved GEMMs: the adder's stages inside the cells' loops
-                        {"rows": 2, "cols": 2, "group": 4, "pipeline": 1, "contexts": 3}),
-         # make test's time: the second interleaved configuration at full effort
-         full_configs=({"rows": 1, "cols": 3, "group": 3, "m_max": 8, "contexts": 2},),
-         test_sizes={"quick": 4, "standard": 8, "full": 80},
-         synth_overrides={"rows": 1, "cols": 2, "group": 4},
-         paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array alone"),
+         tests=TestPlan(sizes={"quick": 4, "standard": 8, "full": 80},
+                        configs=({"rows": 2, "cols": 2}, {"rows": 3, "cols": 2},
+                                 {"rows": 1, "cols": 3, "group": 3, "m_max": 8},
+                                 {"rows": 2, "cols": 1, "m_max": 2},
+                                 {"rows": 2, "cols": 2, "group": 4, "pipeline": 2},
+                                 {"rows": 1, "cols": 3, "group": 3, "m_max": 8, "pipeline": 3},
+                                 # interleaved GEMMs: the adder's stages inside the cells' loops
+                                 {"rows": 2, "cols": 2, "group": 4, "pipeline": 1,
+                                  "contexts": 3}),
+                        # make test's time: the second interleaved configuration at full effort
+                        full_configs=({"rows": 1, "cols": 3, "group": 3, "m_max": 8,
+                                       "contexts": 2},)),
+         synth=SynthPlan(small={"rows": 1, "cols": 2, "group": 4}),
+         showcase=Showcase(paper="256 x 64 fMACs at 500 MHz (§VII); no area of the array "
+                                 "alone")),
 )
 
 #: the fMAC as FAST uses it: 2- and 4-bit operands (Table IV's fMAC); the fMAC and the array
@@ -148,34 +100,23 @@ COMPARISONS = tuple(
                       "16 kB) are not here; the array's skew/deskew registers are left out"),
 )
 
-def fmac_work(config: dict) -> list:
-    """MACs per cycle of the fMAC at ``config``: a group of ``group`` products takes
-    ``(mx/2)(my/2)`` cycles (:func:`golden.fast.numerics.rounds`), for each operand width up to
-    4 bits (FAST's widths)."""
-    from golden.fast.numerics import rounds
-
-    return [(f"{m}-bit mantissas", config["group"] / rounds(m, m))
-            for m in (2, 4) if m <= config["m_max"]]
-
-
 OWN_CLOCKS = tuple(
     OwnClock(label=f"FAST Table IV: fMAC / 16 x {name} MACs", unit="fast.fmac/m4",
-             baseline=baseline, work=fmac_work,
-             baseline_work=lambda config: [("any", config["lanes"])],
+             baseline=baseline, work="flows.work:fmac_work", baseline_work=("lanes",),
              source="FAST Table IV (45 nm, one clock)", power=True)
     for name, baseline in (("INT-8", "baseline.mac16/int8"), ("bfloat16", "baseline.mac16"),
                            ("FP16", "baseline.mac16/fp16"))
 ) + (
     # both sides C-slowed to their 200 MHz depths: the like-for-like pair at high clocks
     OwnClock(label="FAST Table IV, interleaved: fMAC / 16 x bfloat16 MACs",
-             unit="fast.fmac/m4-c5", baseline="baseline.mac16/c5", work=fmac_work,
-             baseline_work=lambda config: [("any", config["lanes"])],
+             unit="fast.fmac/m4-c5", baseline="baseline.mac16/c5", work="flows.work:fmac_work",
+             baseline_work=("lanes",),
              source="not in the paper: both designs with five interleaved dot products"),
 )
 
 BENCHES = (
     Bench(name="fast", summary="FAST golden model: quantizer throughput and BFP GEMM time",
-          run=fast_table),
+          run="flows.bench.fast:fast_table"),
 )
 
 #: the configurations that close the FAST units' timing (``trainfab timing``)
@@ -189,5 +130,3 @@ TIMING = (
                 note="five interleaved GEMMs, each cell's FP32 adder with four stages inside "
                      "its loop, three stages before it"),
 )
-
-__all__ = ["UNITS", "TIMING", "PARTS", "COMPARISONS", "OWN_CLOCKS", "BENCHES", "fmac_work", "bench_fast", "fast_table"]

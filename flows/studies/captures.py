@@ -445,6 +445,9 @@ def capture_stats(directory, analysis, options: dict, progress=None) -> dict:
     """
     from .tensors import read_tensors
 
+    from ..declare import resolve
+
+    run = resolve(analysis.run)
     wanted = {f"{phase}.{operand}": kind for kind, (phase, operand) in COUNTED_FROM.items()}
     out = {"kind": "trainfab-capture-stats", "path": str(directory), "analysis": analysis.name,
            "options": dict(options),
@@ -489,7 +492,7 @@ def capture_stats(directory, analysis, options: dict, progress=None) -> dict:
                                                                           total))
                             if progress else None)
                     try:
-                        result = analysis.run(part, progress=prog, **options)
+                        result = run(part, progress=prog, **options)
                     except FlowError as e:  # name the capture's file, not the private copy
                         raise FlowError(str(e).replace(str(part), f"{path} ({kind}s)")) \
                             from None

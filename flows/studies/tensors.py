@@ -77,26 +77,6 @@ class Tensor:
         return math.prod(self.shape)  # Python integers: never wraps
 
 
-@dataclass(frozen=True, kw_only=True)
-class TensorAnalysis:
-    """A statistic over every tensor of a file (``trainfab tensor-stats --analysis NAME``),
-    declared by a family module."""
-
-    name: str
-    summary: str
-    #: ``run(path, progress=None, **options)`` → a JSON-serializable dict; ``progress`` is
-    #: ``None`` or called as ``progress(tensor_name, values_done, values_total)``
-    run: Callable[..., dict]
-    #: ``markdown(result)`` → the report printed and written beside the JSON
-    markdown: Callable[[dict], str]
-    #: command-line options: ``(flags, argparse keyword arguments)``, whose ``dest`` is the
-    #: keyword ``run`` takes
-    options: tuple[tuple[tuple[str, ...], dict], ...] = ()
-    #: the analysis ``tensor-stats`` runs without ``--analysis`` (at most one declares it;
-    #: without one, the first in family order)
-    default: bool = False
-
-
 # --- one-line, bounded error messages
 
 
@@ -534,5 +514,5 @@ def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) ->
             f.write(raw)
 
 
-__all__ = ["CHUNK_ROWS", "Tensor", "TensorAnalysis", "read_tensors", "write_safetensors",
+__all__ = ["CHUNK_ROWS", "Tensor", "read_tensors", "write_safetensors",
            "footprint_rows", "sum_rows"]

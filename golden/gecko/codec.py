@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import check_bool, check_choice, check_int
+from .. import check_bool, check_choice, check_int, runtime
 from ..common import FORMATS, FloatFormat, check_patterns, fields, pack
 
 #: the source formats Gecko codes (8-bit exponents, bias 127)
@@ -89,12 +89,14 @@ class GeckoConfig:
     lanes: int = 8
     #: source format: "fp32" (32-bit lane words, 23-bit mantissa) or "bf16" (16-bit, 7-bit)
     fmt: str = "fp32"
-    #: mantissa bits kept (eq. 5): 0..23 FP32, 0..7 bf16; None = full mantissa (lossless)
-    man_width: int | None = None
-    #: store the sign bit; False only for non-negative tensors (A5)
-    sign_en: bool = True
-    #: None = Gecko (per-row width from the detector); 0..7 = fixed exponent width (§4.7, A29)
-    fixed_width: int | None = None
+    #: mantissa bits kept (eq. 5): 0..23 FP32, 0..7 bf16; None = full mantissa (lossless); a
+    #: run-time input of the RTL
+    man_width: int | None = runtime(None)
+    #: store the sign bit; False only for non-negative tensors (A5); a run-time input
+    sign_en: bool = runtime(True)
+    #: None = Gecko (per-row width from the detector); 0..7 = fixed exponent width (§4.7, A29);
+    #: a run-time input
+    fixed_width: int | None = runtime(None)
     #: register stages added to the compressor and the decompressor, 0..2 (0: the paper's
     #: circuits); the streams are unchanged, each word or row leaves pipeline cycles later
     pipeline: int = 0

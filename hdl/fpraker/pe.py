@@ -626,3 +626,13 @@ class PE(wiring.Component):
 
 
 __all__ = ["PETraceSignature", "OperandRegisters", "ExponentPath", "ShiftReduce", "PECore", "PE"]
+
+
+def breakdown_blocks(cfg) -> tuple[str, ...]:
+    """The PE's blocks for ``trainfab area --breakdown``: the encoder and the core's operand
+    registers, exponent path, lanes and accumulator; the interleaved PE (``pipeline > 0``)
+    holds its encoder lanes and control in rings at its top, beside the lanes and the
+    accumulator."""
+    if cfg.pipeline:
+        return ("lanes", "accumulator")
+    return ("encoder", "core.operands", "core.exponent", "core.lanes", "core.accumulator")
