@@ -180,10 +180,19 @@ def refuse_runtime_sets(unit: Unit, sets, what: str) -> None:
 
 def field_docs(cls) -> dict[str, str]:
     """Field name → its documentation: the ``#:`` comment lines right above the field in the
-    class's source (of the class or the dataclass it extends); ``""`` when it has none."""
+    class's source (of the class or a dataclass it extends), or, for a tile's fields
+    (:func:`golden.common.tile.pe_tile_base`), the tile's ``__field_docs__`` and its PE class's
+    comments; ``""`` when it has none."""
     names = {f.name for f in dataclasses.fields(cls)}
     docs: dict[str, str] = {}
     for klass in cls.__mro__:
+        for name, text in vars(klass).get("__field_docs__", {}).items():
+            docs.setdefault(name, text)
+        pe = vars(klass).get("__pe_class__")
+        if pe is not None:
+            for name, text in field_docs(pe).items():
+                if name in names and text:
+                    docs.setdefault(name, text)
         if not dataclasses.is_dataclass(klass):
             continue
         try:

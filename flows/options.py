@@ -1,8 +1,10 @@
-"""Command-line option types and help texts shared by every command's arguments (the CLI in
-:mod:`flows.cli` and the commands that declare their own arguments: sweep, power, speedup)."""
+"""Option types, ranges and help texts shared by the commands' arguments and the flows that
+check the same values (a clock period, a seed)."""
 
 import argparse
 import math
+
+from . import FlowError
 
 #: the seeds every ``--seed`` accepts (NumPy's generators and cocotb take 32-bit seeds)
 SEED_RANGE = (0, 2**32 - 1)
@@ -32,6 +34,26 @@ def bounded(kind, lo, hi):
     return parse
 
 
+#: the clock periods the flow accepts (ABC takes the delay target in whole picoseconds)
+CLOCK_RANGE_NS = (0.01, 100_000.0)
+
+
+def check_clock(clock_ns) -> float:
+    """``clock_ns`` as a float if it is a usable clock period; :class:`FlowError` otherwise."""
+    lo, hi = CLOCK_RANGE_NS
+    try:
+        value = float(clock_ns)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (lo <= value <= hi):  # also false for nan
+        raise FlowError(f"--clock-ns {clock_ns}: the clock period must be a number of "
+                        f"nanoseconds from {lo:g} to {hi:g}")
+    return value
+
+
+#: the simulators the testbenches run on
+SIMULATORS = ("icarus", "verilator")
+
 UNIT_HELP = "a unit name, e.g. fpraker.encoder ('trainfab list' lists them)"
 
-__all__ = ["SEED_RANGE", "SEED_HELP", "UNIT_HELP", "bounded"]
+__all__ = ["SEED_RANGE", "SEED_HELP", "UNIT_HELP", "CLOCK_RANGE_NS", "SIMULATORS", "bounded", "check_clock"]

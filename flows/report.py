@@ -233,7 +233,8 @@ def results_page(markdown: str, command: str, build: str) -> str:
     import re
     import time
 
-    from .eda.tools import commit, machine, versions
+    from .eda.tools import versions
+    from .host import commit, machine
 
     v = versions()
     tools = ", ".join(f"{k} {v[k]}" for k in ("yosys", "opensta", "iverilog", "amaranth",

@@ -134,11 +134,11 @@ from pathlib import Path
 from golden import ConfigError, config_dict
 
 from . import FlowError, progress
-from .registry import EFFORTS
+from .declare import EFFORTS
+from .layout import DEFAULT_CLOCK_NS, DEFAULT_LIBERTY
 
 #: the special grid field: the synthesis clock constraint in ns (not a configuration field)
 CLOCK = "clock_ns"
-DEFAULT_CLOCK_NS = 10.0
 #: measure → its table columns
 MEASURES = {
     "area": ("area_um2", "area_ge", "cells", "flip_flops", "transistors_estimate"),
@@ -194,7 +194,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the points on the Dask distributed cluster of this scheduler "
                         "(tcp://HOST:8786) instead of local processes")
-    p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
+    p.add_argument("--liberty", default=DEFAULT_LIBERTY,
+                   help=f"{DEFAULT_LIBERTY} (default) or a .lib path")
     p.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
                    help=f"testbench seed for regress, {SEED_HELP} (default 1)")
     p.add_argument("--effort", choices=EFFORTS, default="quick",
@@ -280,7 +281,7 @@ def parse_grid(items) -> dict[str, list]:
 
 
 def _clock(text: str, value) -> float:
-    from .eda.synth import CLOCK_RANGE_NS, check_clock
+    from .options import CLOCK_RANGE_NS, check_clock
 
     try:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import flows
+from golden.fpraker.tile import TileConfig
 from flows import FlowError
 from flows.cli import main
 from flows.families.gecko import TENSOR_ANALYSES
@@ -222,7 +223,7 @@ def test_speedup_on_a_capture(tmp_path, capsys, build):
     recs = res["records"]
     assert len(recs) == 2 * len(ops)
     # every GEMM in both orientations, cycles as the golden tile model gives them here
-    cfg = speedup.tile_config(())
+    cfg = TileConfig()  # the paper tile: fpraker.tile's preset is its defaults
     mine = {}
     for (e, lay, phase), (x, y) in ops.items():
         S, P = _bf(x), _bf(y.T)
@@ -298,7 +299,7 @@ def test_epoch_files_read_as_they_are(tmp_path, capsys, build):
     code, _, err = _speedup([d / "e001.npz", "-o", tmp_path / "o"], capsys)
     assert code == 0, err
     res = json.loads((tmp_path / "o" / "speedup.json").read_text())
-    cfg = speedup.tile_config(())
+    cfg = TileConfig()  # the paper tile: fpraker.tile's preset is its defaults
     for r in res["records"]:
         lay, phase = r["name"].split(".")
         x, y = ops[(1, lay, phase)]

@@ -333,7 +333,8 @@ def test_an_interrupted_elaboration_ends_with_one_line():
         "def interrupted_generate(args):",
         "    blocks = [Block() for _ in range(3)]  # built, never used: the run stops here",
         "    raise KeyboardInterrupt",
-        "flows.cli.cmd_generate = interrupted_generate",
+        "import flows.commands.generate",
+        "flows.commands.generate.run = interrupted_generate",
         "sys.argv = ['trainfab', 'generate', 'fpraker.encoder']",
         "sys.exit(flows.cli.main())",
     ])

@@ -267,7 +267,7 @@ def close(unit: Unit, base, clock_ns: float, *, liberty: str = "osu018", jobs: i
     with buffer trees on its high-fanout nets (:func:`flows.eda.synth.area`)."""
     from ..runs import precheck, staged
     from .fanout import check_max_fanout
-    from .synth import check_clock
+    from ..options import check_clock
     from .tools import liberty as find_liberty
     from .tools import require
 
@@ -355,56 +355,5 @@ def _config(cfg) -> dict:
     return config_dict(cfg)
 
 
-HELP = "the smallest pipeline depth of a unit that meets a clock period"
-
-
-def add_arguments(p, config_args, clock_type) -> None:
-    """The ``close`` subcommand's arguments (``config_args`` adds --config/--set)."""
-    from ..options import UNIT_HELP, bounded
-
-    p.add_argument("unit", help=UNIT_HELP + " (one with a pipeline field)")
-    p.add_argument("--clock-ns", type=clock_type, required=True, metavar="P",
-                   help="the clock period to meet, in ns")
-    config_args(p)
-    p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
-    p.add_argument("--jobs", "-j", type=bounded(int, 1, 64), default=1, metavar="N",
-                   help="depths synthesized at a time, in worker processes (default 1)")
-    p.add_argument("--output", "-o", metavar="DIR",
-                   help="output folder (default build/close/UNIT)")
-    p.add_argument("--max-fanout", type=int, metavar="N", default=None,
-                   help="time every depth with buffer trees on nets of more than N loads "
-                        "(2 to 10,000), as `area --max-fanout`")
-
-
-def cmd(args) -> int:
-    """``trainfab close``: exit 0 when a depth meets the period, 1 when none does."""
-    import sys
-
-    from .. import registry
-    from ..config import load_config, refuse_runtime_sets
-
-    unit = registry.get(args.unit)
-    if not has_pipeline(unit):
-        raise FlowError(f"{unit.name} has no pipeline field; units with one: "
-                        f"{', '.join(pipelined_units()) or 'none'}")
-    refuse_runtime_sets(unit, args.sets, "the timing")
-    base = load_config(unit, args.config, args.sets)
-    r = close(unit, base, args.clock_ns, liberty=args.liberty, jobs=args.jobs,
-              outdir=Path(args.output) if args.output else None, max_fanout=args.max_fanout)
-    print(table(r["rows"]))
-    out = Path(r["outdir"])
-    if r["chosen"] is None:
-        print(f"trainfab: {unit.name}: no pipeline depth up to {r['max_depth']} meets "
-              f"{r['clock_ns']:g} ns; best pipeline={r['best']}: {r['best_path']}",
-              file=sys.stderr)
-        print(f"written: {out / r['toml']} (pipeline={r['best']}), {out}/area.json, "
-              f"{out}/area.md, {out}/close.md")
-        return 1
-    print(f"{unit.name}: pipeline={r['chosen']} meets {r['clock_ns']:g} ns; written: "
-          f"{out / r['toml']}, {out}/area.json, {out}/area.md, {out}/close.md")
-    return 0
-
-
 __all__ = ["close", "has_pipeline", "pipelined_units", "max_depth", "min_depth", "flop_timing",
-           "check_period", "meets", "table", "config_toml", "synth_depth", "add_arguments",
-           "cmd", "HELP"]
+           "check_period", "meets", "table", "config_toml", "synth_depth"]

@@ -31,23 +31,8 @@ from pathlib import Path
 
 from .. import FlowError
 
-HELP = ("worst register-to-register paths between cell groups of a synthesized unit (OpenSTA "
-        "on an area run's netlist)")
 #: most register names a "no cell matches" error lists
 SHOWN_REGISTERS = 40
-
-
-def add_arguments(p) -> None:
-    p.add_argument("folder", metavar="DIR",
-                   help="a folder written by `trainfab area` (area.json and the mapped netlist)")
-    p.add_argument("--between", nargs=2, action="append", metavar=("FROM", "TO"), required=True,
-                   help="instance-name patterns (glob, e.g. 'pe0_0.accumulator.x*'); repeat "
-                        "for more pairs")
-    p.add_argument("--max-fanout", type=int, metavar="N", default=None,
-                   help="also time the pairs with a buffer tree on every cell-driven net of "
-                        "more than N loads (2 to 10,000), as placement-aware synthesis would "
-                        "insert")
-    p.add_argument("--json", action="store_true", help="print the paths as JSON")
 
 
 def registers(netlist_text: str) -> list[str]:
@@ -90,7 +75,7 @@ def load_run(folder: Path) -> tuple[dict, Path]:
     and ``has_clock``.  A ``close`` folder is read through the synthesis of its chosen depth
     (``pipeline<d>/``, which its ``close.json`` names)."""
     from .. import registry
-    from .synth import check_clock
+    from ..options import check_clock
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -245,15 +230,4 @@ def _design(worst: dict) -> dict:
             "start": worst.get("startpoint"), "end": worst.get("endpoint")}
 
 
-def cmd(args) -> int:
-    if args.max_fanout is None:
-        rows = paths(args.folder, [tuple(p) for p in args.between])
-        print(json.dumps(rows, indent=2) if args.json else table(rows))
-        return 0
-    rows, summary = paths(args.folder, [tuple(p) for p in args.between], args.max_fanout)
-    print(json.dumps({"paths": rows, **summary}, indent=2) if args.json
-          else table(rows, summary))
-    return 0
-
-
-__all__ = ["HELP", "add_arguments", "registers", "script", "load_run", "paths", "table", "cmd"]
+__all__ = ["registers", "script", "load_run", "paths", "table"]

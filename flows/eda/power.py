@@ -125,16 +125,10 @@ import numpy as np
 
 from .. import FlowError, build_dir
 from .power_cells import power_netlist
-from .synth import (
-    DEFAULT_CLOCK_NS,
-    _run,
-    _synthesize,
-    check_clock,
-    parse_sta,
-    tool_error,
-)
+from ..layout import DEFAULT_CLOCK_NS, DEFAULT_LIBERTY
+from ..options import check_clock
+from .synth import _run, _synthesize, parse_sta, tool_error
 
-HELP = "power from gate-level simulation activity (yosys + cocotb + OpenSTA) for one unit"
 #: synthetic operand groups when no --operands file is given
 DEFAULT_GROUPS = 256
 #: the synthetic operand groups ``--groups`` accepts (each is simulated gate by gate)
@@ -146,33 +140,6 @@ DEFAULT_ACTIVITY = 0.1
 POWER_FILES = ("power.json", "power.md")
 #: the smallest fraction of cell pins with simulated activity the flow accepts
 MIN_ANNOTATED = 0.9
-
-
-def add_arguments(p) -> None:
-    from ..options import SEED_RANGE, UNIT_HELP, bounded
-    from .simulate import SIMULATORS
-
-    p.add_argument("unit", help=UNIT_HELP)
-    p.add_argument("--config", "-c", metavar="FILE|PRESET",
-                   help="TOML file or preset name from flows/configs (default: the unit's paper preset)")
-    p.add_argument("--set", "-s", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override one configuration field (repeatable)")
-    p.add_argument("--clock-ns", default=DEFAULT_CLOCK_NS, metavar="X",
-                   help="clock period in ns for synthesis and power, 0.01 to 100000 (default 10)")
-    p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
-    p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/power/UNIT)")
-    p.add_argument("--operands", metavar="FILE.npz|MODEL",
-                   help="operand groups: arrays a and b of bf16 bit patterns (see the module "
-                        "docstring of flows.eda.power), or a model name (minilm, minilm-l3) for "
-                        "real activations and weights of its first FFN output layer; "
-                        "default: synthetic N(0,1), ReLU on a")
-    p.add_argument("--groups", type=bounded(int, *GROUPS_RANGE), default=DEFAULT_GROUPS,
-                   help="synthetic operand groups when no --operands is given, "
-                        f"{GROUPS_RANGE[0]} to {GROUPS_RANGE[1]:,} (default %(default)s)")
-    p.add_argument("--sim", choices=SIMULATORS, default=None,
-                   help="simulator of the gate-level run (default icarus; see flows.eda.power)")
-    p.add_argument("--seed", type=bounded(int, *SEED_RANGE), default=1,
-                   help="seed of the synthetic operands and the run, 0 to 2**32-1 (default 1)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,7 +299,7 @@ def _gate_level_failure(result) -> str:
 PHASES = ("synthesis", "gate-level simulation", "activity", "OpenSTA")
 
 
-def power(unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
+def power(unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAULT_CLOCK_NS,
           outdir: Path | None = None, operands: str | Path | None = None,
           groups: int = DEFAULT_GROUPS, sim: str | None = None, seed: int = 1,
           progress=print) -> dict:
@@ -657,37 +624,6 @@ Verilog sha256 `{r['verilog_sha256']}`.
 """
 
 
-def cmd(args) -> int:
-    from .. import registry
-    from ..config import load_config
-    from ..progress import echo
-
-    unit = registry.get(args.unit)
-    clock_ns = check_clock(args.clock_ns)
-    cfg = load_config(unit, args.config, args.sets)
-    t0 = time.monotonic()
-    r = power(unit, cfg, liberty=args.liberty, clock_ns=clock_ns,
-              outdir=Path(args.output) if args.output else None, operands=args.operands,
-              groups=args.groups, sim=args.sim, seed=args.seed,
-              progress=echo)
-    src = r["activity_source"]
-    ops = src["operands"]
-    ann = r["annotation"]
-    what = (f"synthetic operands (seed {ops['seed']}, N(0,1) bf16, ReLU on a)"
-            if ops["kind"] == "synthetic" else
-            f"operands from {ops['model']} ({ops['layer']})" if ops["kind"] == "model"
-            else f"operands from {ops['path']}")
-    print(f"{unit.name}: {r['total_mw']:.4f} mW at {r['clock_ns']:g} ns (internal "
-          f"{r['internal_mw']:.4f}, switching {r['switching_mw']:.4f}, leakage "
-          f"{r['leakage_mw']:.6f} mW), {r['energy_per_group_pj']:.3f} pJ per group; activity "
-          f"from a {src['simulator']} gate-level simulation of {src['cycles']:g} cycles "
-          f"({ops['groups']} groups of {what}); {100 * ann['pin_fraction']:.1f} % of "
-          f"{ann['pins']} cell pins annotated; OpenSTA's port-only propagated estimate "
-          f"{r['propagated_estimate_mw']['total']:.4f} mW ({time.monotonic() - t0:.0f} s)")
-    print(f"report: {r['outdir']}/power.json, {r['outdir']}/power.md")
-    return 0
-
-
-__all__ = ["HELP", "add_arguments", "cmd", "power", "markdown", "group_width", "operand_shapes",
+__all__ = ["power", "markdown", "group_width", "operand_shapes",
            "synthetic_operands", "load_operands", "power_netlist", "sta_power_script",
            "parse_sta_power", "DEFAULT_GROUPS"]

@@ -23,10 +23,10 @@ from golden import config_dict
 from .. import FlowError, build_dir
 from .generate import convert, manifest, sha256
 from ..registry import EFFORTS, Unit, get
+from ..options import SIMULATORS
 from ..runs import ensure_dir, prune, write_atomic
 from .tools import require, verilator_env
 
-SIMULATORS = ("icarus", "verilator")
 #: Amaranth's Verilog trips Verilator lint warnings that are harmless (width extension etc.)
 VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE",
                   # one output file: avoids a precompiled-header build failure (verilator#5698)

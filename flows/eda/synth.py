@@ -44,12 +44,13 @@ from pathlib import Path
 
 
 from .. import FlowError, build_dir
+from ..layout import DEFAULT_CLOCK_NS, DEFAULT_LIBERTY
+from ..options import check_clock
 from .generate import convert, manifest
 from ..registry import Unit
 from .tools import liberty as find_liberty
 from .tools import require, versions
 
-DEFAULT_CLOCK_NS = 10.0
 
 
 #: ABC mapping script: yosys' default liberty flow plus buffering and up/down-sizing to {D}
@@ -480,23 +481,6 @@ def _flops(cells_by_type: dict) -> int:
     return sum(n for cell, n in cells_by_type.items() if "DFF" in cell)
 
 
-#: the clock periods the flow accepts (ABC takes the delay target in whole picoseconds)
-CLOCK_RANGE_NS = (0.01, 100_000.0)
-
-
-def check_clock(clock_ns) -> float:
-    """``clock_ns`` as a float if it is a usable clock period; :class:`FlowError` otherwise."""
-    lo, hi = CLOCK_RANGE_NS
-    try:
-        value = float(clock_ns)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not (lo <= value <= hi):  # also false for nan
-        raise FlowError(f"--clock-ns {clock_ns}: the clock period must be a number of "
-                        f"nanoseconds from {lo:g} to {hi:g}")
-    return value
-
-
 #: files every area run writes into its output folder (for ``<top>``): checked before the
 #: synthesis (a file of the user's of one of these names stops the run at once)
 def _area_files(top: str) -> tuple[str, ...]:
@@ -504,7 +488,7 @@ def _area_files(top: str) -> tuple[str, ...]:
             "stat_mapped.json", "timing.tcl", "timing.log", "area.json", "area.md")
 
 
-def area(unit: Unit, cfg, *, liberty: str = "osu018", clock_ns: float = DEFAULT_CLOCK_NS,
+def area(unit: Unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAULT_CLOCK_NS,
          outdir: Path | None = None, factory=None, breakdown: bool = False,
          progress: bool = True, max_fanout: int | None = None,
          retime: bool | None = None) -> dict:
@@ -910,7 +894,7 @@ OpenSTA script:
 """
 
 
-__all__ = ["DEFAULT_CLOCK_NS", "CLOCK_RANGE_NS", "check_clock", "tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
+__all__ = ["tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
            "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
            "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks",
            "YosysPhases", "TIMES"]

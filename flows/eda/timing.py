@@ -158,7 +158,8 @@ def table(rows: list[dict]) -> str:
 def markdown(result: dict, command: str = "trainfab timing") -> str:
     """The table as the generated page ``docs/timing.md``, stamped with the command, the commit,
     the date, the machine and the tools' versions."""
-    from .tools import commit, machine, versions
+    from ..host import commit, machine
+    from .tools import versions
 
     v = versions()
     tools = ", ".join(f"{k} {v[k]}" for k in ("yosys", "opensta", "amaranth"))
@@ -189,38 +190,4 @@ def markdown(result: dict, command: str = "trainfab timing") -> str:
     ])
 
 
-def add_arguments(p) -> None:
-    from ..options import bounded
-
-    p.add_argument("units", nargs="*", metavar="UNIT",
-                   help="only these units (or target labels); default: every target")
-    p.add_argument("--liberty", default="osu018", help="osu018 (default) or a .lib path")
-    p.add_argument("--jobs", "-j", type=bounded(int, 1, 64), default=1, metavar="N",
-                   help="syntheses at a time, in worker processes (default 1)")
-    p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/timing)")
-    p.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
-
-
-HELP = "every pipelined unit at the configuration that closes its timing (the clock table)"
-
-
-def cmd(args) -> int:
-    from ..runs import check_target_file, write_atomic
-
-    chosen = targets(args.units)
-    if args.markdown:
-        check_target_file(args.markdown)
-    command = "trainfab timing" + (f" --markdown {args.markdown}" if args.markdown else "")
-    r = timing(chosen, liberty=args.liberty, jobs=args.jobs,
-               outdir=Path(args.output) if args.output else None, command=command)
-    print(table(r["rows"]))
-    if args.markdown:
-        write_atomic(args.markdown, (Path(r["outdir"]) / "timing.md").read_text())
-    out = Path(r["outdir"])
-    print(f"written: {out}/timing.md, {out}/timing.json"
-          + (f", {args.markdown}" if args.markdown else ""))
-    return 0
-
-
-__all__ = ["ClockTarget", "MAX_FANOUT", "targets", "timing", "row", "table", "markdown",
-           "add_arguments", "cmd", "HELP"]
+__all__ = ["MAX_FANOUT", "targets", "timing", "row", "table", "markdown"]

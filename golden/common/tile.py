@@ -7,9 +7,12 @@ lanes)``; ``B`` the operand shared along each row, shape ``(rows, groups, lanes)
 bfloat16 bit patterns.
 """
 
+from dataclasses import field, fields, make_dataclass
 from typing import NamedTuple
 
 import numpy as np
+
+from .. import ConfigError
 
 
 class TileResult(NamedTuple):
@@ -94,4 +97,55 @@ def gemm_groups(S, P, lanes: int):
     return S, P
 
 
-__all__ = ["TileResult", "check_tile_operands", "gemm_groups"]
+
+
+def pe_tile_base(pe_cls, *layout, **defaults):
+    """A frozen dataclass to derive a tile configuration from: one flat list of the tile's own
+    fields and every field of the PE configuration ``pe_cls`` (so presets and ``--set`` reach
+    each of them by name).
+
+    ``layout`` gives the order: ``(name, type, default, doc)`` places a tile field and says what
+    it is, a name places a PE field; the PE fields it does not name follow in the PE's order.
+    A PE field has the PE's type, default and documentation (its ``#:`` comment), or the
+    default ``defaults`` gives it.  A tile field named like a PE field (the FPRaker tile's
+    ``pipeline``) is the tile's own, and the PE keeps its default.  :attr:`pe` is the
+    configuration of one PE, and the base's ``__post_init__`` builds it, which validates the
+    PE fields (the :class:`~golden.ConfigError` names the tile's class); a tile's own
+    ``__post_init__`` checks its fields, then calls it.  ``__field_docs__`` holds the tile
+    fields' documentation and ``__pe_class__`` the PE class, whose field comments document the
+    others (``trainfab list``).
+    """
+    pe_fields = {f.name: f for f in fields(pe_cls)}
+    unknown = set(defaults) - set(pe_fields)
+    if unknown:
+        raise TypeError(f"defaults for fields {pe_cls.__name__} does not have: {sorted(unknown)}")
+    placed = {entry if isinstance(entry, str) else entry[0] for entry in layout}
+    # a tile field named like a PE field is the tile's own: the PE keeps its default
+    own = {entry[0] for entry in layout if not isinstance(entry, str)}
+
+    def pe_field(name):
+        f = pe_fields[name]
+        return name, f.type, field(default=defaults.get(name, f.default), metadata=f.metadata)
+
+    spec = [pe_field(entry) if isinstance(entry, str) else entry[:3] for entry in layout]
+    spec += [pe_field(name) for name in pe_fields if name not in placed]
+
+    def pe(self):
+        return pe_cls(**{name: getattr(self, name) for name in pe_fields if name not in own})
+
+    def __post_init__(self):
+        try:
+            self.pe
+        except ConfigError as e:
+            raise ConfigError(type(self).__name__, e.field, e.value, e.allowed) from None
+
+    pe.__doc__ = f"The configuration of one PE (:class:`{pe_cls.__name__}`)."
+    docs = {entry[0]: entry[3] for entry in layout if not isinstance(entry, str)}
+    base = make_dataclass(f"{pe_cls.__name__}Tile", spec, frozen=True,
+                          namespace={"pe": property(pe), "__post_init__": __post_init__,
+                                     "__field_docs__": docs, "__pe_class__": pe_cls})
+    base.__module__ = pe_tile_base.__module__
+    return base
+
+
+__all__ = ["TileResult", "check_tile_operands", "gemm_groups", "pe_tile_base"]

@@ -80,7 +80,7 @@ Every cycle of the tile, every lane of every PE is in exactly one class (checked
   dropped this cycle) while the column still works on the group.
 """
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -88,6 +88,7 @@ import numpy as np
 from .. import ConfigError, check_bool, check_choice, check_int
 from ..common.accumulator import Acc, acc_arrays, decode_bf16, read_out_bits
 from ..common.tile import TileResult, check_tile_operands, gemm_groups
+from ..common.tile import pe_tile_base
 from .pe import MSB9, RECODE, PEConfig, LaneState, start_group, step_lanes
 
 #: stall causes of :attr:`TileResult.stalls`, in the order the classes are checked
@@ -104,55 +105,25 @@ MAX_CONTEXTS = 8
 _COUNTERS = ("useful", "exponent_block", "column_wait", "shift_range", "lock_step", "no_term")
 
 
-def pe_tile_base(pe_cls, *layout, **defaults):
-    """A frozen dataclass to derive a tile configuration from: one flat list of the tile's own
-    fields and every field of the PE configuration ``pe_cls`` (so presets and ``--set`` reach
-    each of them by name).
-
-    ``layout`` gives the order: ``(name, type, default)`` places a tile field, a name places a
-    PE field; the PE fields it does not name follow in the PE's order.  A PE field has the PE's
-    type and default, or the default ``defaults`` gives it.  A tile field named like a PE field
-    (the FPRaker tile's ``pipeline``) is the tile's own, and the PE keeps its default.
-    :attr:`pe` is the configuration of one PE, and the base's ``__post_init__`` builds it, which
-    validates the PE fields (the :class:`~golden.ConfigError` names the tile's class); a tile's
-    own ``__post_init__`` checks its fields, then calls it.
-    """
-    pe_fields = {f.name: f for f in fields(pe_cls)}
-    unknown = set(defaults) - set(pe_fields)
-    if unknown:
-        raise TypeError(f"defaults for fields {pe_cls.__name__} does not have: {sorted(unknown)}")
-    placed = {entry if isinstance(entry, str) else entry[0] for entry in layout}
-    # a tile field named like a PE field is the tile's own: the PE keeps its default
-    own = {entry[0] for entry in layout if not isinstance(entry, str)}
-
-    def pe_field(name):
-        f = pe_fields[name]
-        return name, f.type, field(default=defaults.get(name, f.default))
-
-    spec = [pe_field(entry) if isinstance(entry, str) else entry for entry in layout]
-    spec += [pe_field(name) for name in pe_fields if name not in placed]
-
-    def pe(self):
-        return pe_cls(**{name: getattr(self, name) for name in pe_fields if name not in own})
-
-    def __post_init__(self):
-        try:
-            self.pe
-        except ConfigError as e:
-            raise ConfigError(type(self).__name__, e.field, e.value, e.allowed) from None
-
-    pe.__doc__ = f"The configuration of one PE (:class:`{pe_cls.__name__}`)."
-    base = make_dataclass(f"{pe_cls.__name__}Tile", spec, frozen=True,
-                          namespace={"pe": property(pe), "__post_init__": __post_init__})
-    base.__module__ = pe_tile_base.__module__
-    return base
-
-
 @dataclass(frozen=True)
-class TileConfig(pe_tile_base(PEConfig, ("rows", int, 8), ("cols", int, 8), "lanes",
-                              ("share_exp", bool, True), ("b_buffers", int, 1),
-                              ("sync", str, "lockstep"), ("pipeline", int, 0),
-                              ("contexts", int, 1), "exp_mode", exp_mode="group")):
+class TileConfig(pe_tile_base(
+        PEConfig,
+        ("rows", int, 8, "PE rows: B operands, one per row (paper: 8), 1..64"),
+        ("cols", int, 8, "PE columns: A operands, one term encoder per column (paper: 8), 1..64"),
+        "lanes",
+        ("share_exp", bool, True, "one exponent block per two PEs of a column, the row pairs "
+                                  "skewed by a cycle (spec §4; the paper's)"),
+        ("b_buffers", int, 1, "B-buffer run-ahead: how many groups a column may run ahead of "
+                              "the slowest, 0..8 (spec §5.2; paper: 1)"),
+        ("sync", str, "lockstep", "how the PEs of a column share its term encoder (spec §5.3): "
+                                  "'lockstep' (a term popped when every PE took it) or "
+                                  "'independent' (each PE selects its own terms; the PEs meet "
+                                  "at group boundaries)"),
+        ("pipeline", int, 0, "register stages after the exponent block, 0 or 1 (1 needs "
+                             "exp_mode 'group'): one more cycle per group, the same results"),
+        ("contexts", int, 1, "independent GEMMs the tile holds in rotation, 1..8 (the C-slow "
+                             "tile): cycle t serves GEMM t mod contexts"),
+        "exp_mode", exp_mode="group")):
     """Configuration of the FPRaker tile (spec §9.1); defaults are the paper's 8x8 tile.
 
     ``rows``: PE rows (B operands, one per row; paper: 8).  ``cols``: PE columns (A operands,

@@ -181,7 +181,7 @@ async def directed_vectors(dut):
 async def random_regression(dut):
     """Random groups back to back (every cycle, an idle cycle before 2 % of them), dot products
     of 1-8 groups, mixed data, every cycle checked against the cycle model; the unit's test
-    size in groups (2,000 in ``make test``, 20,000 in ``make test-full``)."""
+    size (``TRAINFAB_TEST_SIZE``) in groups."""
     h = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))

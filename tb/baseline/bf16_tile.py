@@ -193,8 +193,8 @@ async def random_reductions(dut):
     """Random reductions of 1-48 groups, back to back: value sparsity swept from dense to 90 %
     zeros, mantissas with zero suffixes (term sparsity) in half of them, random valid gaps per
     stream in half of them (every combination of the three every 20 reductions).
-    :func:`random_groups` groups in total (``TRAINFAB_TEST_SIZE``: 2,000 in ``make test``,
-    20,000 in ``make test-full``; a quarter below full effort for the 8 x 8 tile)."""
+    :func:`random_groups` groups in total (``TRAINFAB_TEST_SIZE``; a quarter below full effort
+    for the 8 x 8 tile)."""
     cfg, drv = await setup(dut)
     r = rng("random_reductions")
     nprng = np.random.default_rng(r.randrange(1 << 30))

@@ -219,7 +219,7 @@ async def directed(dut):
 
 @cocotb.test()
 async def random_accumulations(dut):
-    """The unit's test size in random groups (700 in ``make test``), accumulated in runs of
+    """The unit's test size in random groups (``TRAINFAB_TEST_SIZE``), accumulated in runs of
     1-40 groups, with random idle cycles."""
     cfg = config_from_env(MAC16Config)
     await start(dut)

@@ -65,7 +65,7 @@ async def _sums(dut, cfg, a, b, want, what=""):
 
 @cocotb.test()
 async def random_and_corner_sums(dut):
-    """The unit's test size in random and corner operand pairs (5,000 in ``make test``)."""
+    """The unit's test size in random and corner operand pairs (``TRAINFAB_TEST_SIZE``)."""
     cfg = config_from_env(FPAddConfig)
     fmt = cfg.format
     await begin(dut, cfg.pipeline)

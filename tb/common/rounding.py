@@ -92,7 +92,7 @@ def vectors(cfg: RoundConfig, gen: np.random.Generator, n: int):
 
 @cocotb.test()
 async def random_and_boundary_vectors(dut):
-    """The unit's test size in vectors (2,000 in ``make test``), half at the range edges."""
+    """The unit's test size in vectors (``TRAINFAB_TEST_SIZE``), half at the range edges."""
     cfg = config_from_env(RoundConfig)
     await begin(dut, cfg.pipeline)
     gen = np.random.default_rng(rng("random_and_boundary_vectors").getrandbits(64))

@@ -109,7 +109,7 @@ def random_blocks(cfg, gen: np.random.Generator, n: int) -> list:
 
 @cocotb.test()
 async def random_blocks_under_backpressure(dut):
-    """The unit's test size in random blocks (3,000 in ``make test``), streamed under every
+    """The unit's test size in random blocks (``TRAINFAB_TEST_SIZE``), streamed under every
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
     cfg, r, gen = await setup(dut, QuantizerConfig, "random_blocks_under_backpressure")

@@ -100,7 +100,7 @@ def random_items(cfg, gen: np.random.Generator, n: int) -> list:
 
 @cocotb.test()
 async def random_groups(dut):
-    """The unit's test size in random groups (1,000 in ``make test``), streamed under every
+    """The unit's test size in random groups (``TRAINFAB_TEST_SIZE``), streamed under every
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
     cfg, r, gen = await setup(dut, ConverterConfig, "random_groups")

@@ -181,8 +181,8 @@ async def spec_vectors(dut):
 
 @cocotb.test()
 async def random_dot_products(dut):
-    """The unit's test size in random group pairs *per (mx, my) combination* the configuration
-    allows (60 in ``make test``, 10,000 at full effort), in random order, chained into dot
+    """The unit's test size (``TRAINFAB_TEST_SIZE``) in random group pairs *per (mx, my)
+    combination* the configuration allows, in random order, chained into dot
     products of 1-6 pairs; the first half back to back, the second with random idle cycles."""
     cfg = config_from_env(FMACConfig)
     await start_fmac(dut, cfg)

@@ -386,8 +386,8 @@ async def stream(dut, cfg, A, B, label):
 async def random_regression(dut):
     """Random dot products (N(0,1), ReLU zeros, narrow mantissas, wide exponent spreads, sign
     cancellation, uniform bit patterns) streamed back to back, each group ended in the golden
-    model's cycle: about the unit's test size in groups (600 in ``make test``, 20,000 in
-    ``make test-full``), in 1-, 3- and 8-group dot products."""
+    model's cycle: about the unit's test size (``TRAINFAB_TEST_SIZE``) in groups, in 1-, 3-
+    and 8-group dot products."""
     cfg = await setup(dut)
     r = rng("random_regression")
     nprng = np.random.default_rng(r.randrange(1 << 30))

@@ -142,7 +142,7 @@ async def random_reductions(dut):
     """Random reductions of 1-24 groups, back to back: value sparsity swept from dense to 90 %
     zeros, mantissas with zero suffixes (term sparsity) in half of them, random valid gaps per
     stream in half of them; the stall counts are checked on the runs without gaps.
-    ``TRAINFAB_TEST_SIZE`` groups in total (2,000 in ``make test``)."""
+    ``TRAINFAB_TEST_SIZE`` groups in total."""
     cfg, drv = await setup(dut)
     r = rng("random_reductions")
     nprng = np.random.default_rng(r.randrange(1 << 30))

@@ -71,7 +71,7 @@ async def identity_at_full_mantissa(dut):
 async def random_roundtrip(dut):
     """Random tensors under random gaps and back-pressure: every (man_width, sign_en) pair gets
     a Gecko-mode and a fixed-width tensor (fixed widths 0..7), shuffled among further random
-    tensors of both modes; at least the unit's test size in rows (5,000 in ``make test``)."""
+    tensors of both modes; at least the unit's test size in rows (``TRAINFAB_TEST_SIZE``)."""
     cfg, r, gen = await setup(dut, "random_roundtrip")
     size = test_size()
     tensors = random_plan(gen, cfg, size, max_rows=50, pair_rows=min(40, max(6, size // 250)))

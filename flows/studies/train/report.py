@@ -15,14 +15,14 @@ import sys
 from pathlib import Path
 
 from ... import FlowError
-from ...eda.tools import machine
+from ...host import machine
 
 #: the models ``make training`` trains, in the page's order
 MODELS = ("mlp", "cnn", "cnn-q4")
 
 
 def _versions() -> str:
-    from ...eda.tools import package_version
+    from ...host import package_version
 
     return ", ".join(f"{pkg} {package_version(pkg)}" for pkg in ("numpy", "numba", "scikit-learn"))
 
