@@ -44,22 +44,24 @@ def _cli(args: list[str]) -> int:
 
 
 def small_demo(args: list[str]) -> int:
-    import flows.report
+    import flows.report.demo_run
+    import flows.report.paper_run
     from flows import registry
 
-    flows.report.demo_units = lambda: [registry.get("common.fp_add")]
+    flows.report.demo_run.demo_units = lambda: [registry.get("common.fp_add")]
     return _cli(args)
 
 
 def small_paper(args: list[str]) -> int:
-    import flows.report
+    import flows.report.demo_run
+    import flows.report.paper_run
     from flows import registry
 
     one = registry.get("common.round")
     registry.UNITS = {one.name: one}
-    flows.report._fpraker_studies = lambda out, results: ("", {}, {})
-    flows.report._own_clock_power = lambda out: ("", {})
-    flows.report._paper_sweep = lambda out, jobs: 0
+    flows.report.paper_run._fpraker_studies = lambda out, results: ("", {}, {})
+    flows.report.paper_run._own_clock_power = lambda out: ("", {})
+    flows.report.paper_run._paper_sweep = lambda out, jobs: 0
     return _cli(args)
 
 

@@ -81,7 +81,7 @@ def test_demo_compares_fpraker_and_fast_with_their_baselines():
     units = report.demo_units()
     results = {u.name: _fake_area(u, u.make_config(**u.showcase.demo)) for u in units}
     aliases = {part: u.name for u in units
-               for part in report._same_as_unit(u, u.make_config(**u.showcase.demo))}
+               for part in report.demo_run._same_as_unit(u, u.make_config(**u.showcase.demo))}
     ratios = {(r["unit"], r["other"]): r for r in report.demo_ratios(results, aliases)}
     fp = ratios[("fpraker.pe", "baseline.bf16_pe")]
     assert fp["baseline"] and fp["paper"] == pytest.approx((4752 + 12950 / 8) / 22212)
@@ -197,7 +197,7 @@ def test_energy_per_mac_counts_the_fmacs_group_and_names_its_mantissas():
     fmac = _power("fast.fmac/m4", {"group": 16, "m_max": 4}, mantissa_bits=4)
     mac16 = _power("baseline.mac16/int8", {"lanes": 16, "fmt": "int8"})
     # 1 mW x 640 ns = 640 pJ over 16 groups of 16 MACs
-    assert report.energy_at(fmac, 10.0, report._macs_per_group(fmac)) == pytest.approx(2.5)
+    assert report.energy_at(fmac, 10.0, report.tables._macs_per_group(fmac)) == pytest.approx(2.5)
     rows = report.own_clock_rows(
         {"fast.fmac/m4": {"config": fmac["config"], "area_um2": 1e5, "fmax_mhz": 50.0},
          "baseline.mac16/int8": {"config": mac16["config"], "area_um2": 6e5, "fmax_mhz": 180.0}})
@@ -233,7 +233,7 @@ def test_paper_measures_the_energy_of_every_pair_declared_with_power(build, monk
         return _power(unit.name, unit.hardware_config(cfg), bits)
 
     monkeypatch.setattr(power, "power", fake_power)
-    text, runs = report._own_clock_power(build / "paper")
+    text, runs = report.paper_run._own_clock_power(build / "paper")
     declared = {n for c in families.own_clocks() if c.power for n in (c.unit, c.baseline)}
     assert set(runs) == declared == {"fast.fmac/m4", "baseline.mac16/int8", "baseline.mac16",
                                      "baseline.mac16/fp16"}
@@ -254,7 +254,7 @@ def test_paper_measures_the_energy_of_every_pair_declared_with_power(build, monk
                                            (43 * 60, "45 min"), (7260, "2 h"),
                                            (2 * 3600 + 33 * 60, "2 h 35 min")])
 def test_estimates_are_rounded(seconds, text):
-    assert report._about(seconds) == text
+    assert report.tables._about(seconds) == text
 
 
 def test_paper_steps_end_with_the_paper_size_tiles():
@@ -266,11 +266,11 @@ def test_paper_steps_end_with_the_paper_size_tiles():
 
 def test_paper_estimate_without_a_recorded_run_is_the_documented_default(build):
     seconds, line = report.paper_estimate(build / "paper" / "times.json")
-    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values()))
+    assert seconds == pytest.approx(60 * sum(report.paper_run.PAPER_DEFAULT_MINUTES.values()))
     assert "about 1 h 40 min, from no recorded run" in line
     # the two 8 x 8 syntheses at once: the longer one counts
     seconds, line = report.paper_estimate(build / "paper" / "times.json", workers=2)
-    minutes = report.PAPER_DEFAULT_MINUTES
+    minutes = report.paper_run.PAPER_DEFAULT_MINUTES
     assert seconds == pytest.approx(60 * (sum(minutes.values()) - minutes[
         "paper-size:fpraker.tile"]))
     assert "about 1 h 20 min, from no recorded run" in line and "2 at a time here" in line
@@ -287,8 +287,8 @@ def test_paper_estimate_uses_recorded_times_and_fills_the_rest(build):
     times.write_text(json.dumps({"steps": {steps[0]: 60.0}}))
     seconds, line = report.paper_estimate(times)
     assert f"with 1 of {len(steps)} steps as earlier runs took them ({times}) and" in line
-    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values())
-                                    - report._default_seconds(steps[0], len(registry.UNITS))
+    assert seconds == pytest.approx(60 * sum(report.paper_run.PAPER_DEFAULT_MINUTES.values())
+                                    - report.paper_run._default_seconds(steps[0], len(registry.UNITS))
                                     + 60)
     # a damaged record is no record
     times.write_text("{")
@@ -305,8 +305,8 @@ def test_paper_estimate_uses_an_area_run_of_a_tile_at_its_paper_configuration(bu
          "seconds": {"synthesis": 600.0, "timing": 10.0, "hierarchical_synthesis": 590.0}}
     (folder / "area.json").write_text(json.dumps(r))
     seconds, line = report.paper_estimate(build / "paper" / "times.json")
-    assert seconds == pytest.approx(60 * sum(report.PAPER_DEFAULT_MINUTES.values())
-                                    - 60 * report.PAPER_DEFAULT_MINUTES[
+    assert seconds == pytest.approx(60 * sum(report.paper_run.PAPER_DEFAULT_MINUTES.values())
+                                    - 60 * report.paper_run.PAPER_DEFAULT_MINUTES[
                                         "paper-size:fpraker.tile"] + 1200)
     assert f"with 1 of {len(report.paper_steps())} steps as earlier runs took them " \
         f"({folder / 'area.json'}) and" in line
@@ -330,9 +330,9 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
                                       "![area_um2_vs_lanes](area_um2_vs_lanes.png)\n")
         return 0
 
-    monkeypatch.setattr(report, "_fpraker_studies", studies)
-    monkeypatch.setattr(report, "_own_clock_power", lambda out: ("\n## Energy\n", {}))
-    monkeypatch.setattr(report, "_paper_sweep", sweep)
+    monkeypatch.setattr(report.paper_run, "_fpraker_studies", studies)
+    monkeypatch.setattr(report.paper_run, "_own_clock_power", lambda out: ("\n## Energy\n", {}))
+    monkeypatch.setattr(report.paper_run, "_paper_sweep", sweep)
     assert report.paper(jobs=2) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("make paper: estimated time about 1 h 20 min, from no recorded "
@@ -368,7 +368,7 @@ def test_paper_prints_its_estimate_first_and_records_every_step(build, fakes, ca
 
 
 def test_results_page_is_stamped_and_stands_outside_the_build_folder(monkeypatch):
-    import flows.eda.tools as tools
+    import flows.host as tools
 
     monkeypatch.setattr(tools, "commit", lambda: "abcdef123456")
     monkeypatch.setattr(tools, "machine", lambda: "Test CPU, 2 cores, Python 3.11")
@@ -400,16 +400,16 @@ def test_results_page_leaves_out_headings_left_empty_by_the_plots():
 
 def test_paper_writes_the_results_page_only_when_every_step_passed(build, fakes, capsys,
                                                                    monkeypatch, tmp_path):
-    monkeypatch.setattr(report, "_fpraker_studies",
+    monkeypatch.setattr(report.paper_run, "_fpraker_studies",
                         lambda out, results: ("\n## Studies\n\n- a study\n", {}, {}))
-    monkeypatch.setattr(report, "_own_clock_power", lambda out: ("", {}))
+    monkeypatch.setattr(report.paper_run, "_own_clock_power", lambda out: ("", {}))
 
     def sweep(out, jobs):
         out.mkdir(parents=True, exist_ok=True)
         (out / "sweep.md").write_text("# Sweep\n")
         return 0
 
-    monkeypatch.setattr(report, "_paper_sweep", sweep)
+    monkeypatch.setattr(report.paper_run, "_paper_sweep", sweep)
     page = tmp_path / "results.md"
     assert report.paper(markdown=page) == 0
     text = page.read_text()
@@ -429,8 +429,8 @@ def test_a_results_page_that_cannot_be_written_is_refused_before_the_run(
     def no_run(*args, **kwargs):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(report, "_measure", no_run)
-    monkeypatch.setattr(report, "_paper", no_run)
+    monkeypatch.setattr(report.paper_run, "_measure", no_run)
+    monkeypatch.setattr(report.paper_run, "_paper", no_run)
     for target, says in ((tmp_path, "is a folder"),
                          (tmp_path / "missing" / "r.md", "does not exist")):
         assert main([command, "--markdown", str(target)]) == 2
