@@ -140,8 +140,8 @@ def _fake_tile_model(cycles_per_group: int, stalls: dict):
 
 
 def test_speedup_arithmetic(monkeypatch):
-    monkeypatch.setattr(speedup, "_tile_model", _fake_tile_model(3, {"no_term": 100,
-                                                                     "shift_range": 28}))
+    monkeypatch.setattr(speedup.gemm, "_tile_model", _fake_tile_model(3, {"no_term": 100,
+                                                                          "shift_range": 28}))
     S = _bf16(np.ones((10, 20)))   # M=10, K=20: 2 column blocks, 3 groups
     P = _bf16(np.ones((17, 20)))   # N=17: 3 row blocks
     r = speedup.study_gemm("g", "given", S, P, _FakeConfig(), area_ratio=2.5)
@@ -164,7 +164,7 @@ def test_speedup_arithmetic(monkeypatch):
 def test_summary_is_total_time_and_mac_weighted(monkeypatch):
     recs = []
     for cpg, (M, N, K) in ((2, (8, 8, 8)), (6, (16, 8, 32))):
-        monkeypatch.setattr(speedup, "_tile_model", _fake_tile_model(cpg, {"no_term": 0}))
+        monkeypatch.setattr(speedup.gemm, "_tile_model", _fake_tile_model(cpg, {"no_term": 0}))
         S = _bf16(np.full((M, K), 1.875))   # 2 CSD terms each (2^1 - 2^-3)
         P = _bf16(np.ones((N, K)))
         recs.append(speedup.study_gemm(f"g{cpg}", "given", S, P, _FakeConfig(), 4.0))

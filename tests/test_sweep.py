@@ -127,7 +127,7 @@ def test_dask_cluster_gives_the_serial_tables_byte_for_byte(serial, tmp_path, ca
 def no_plots(monkeypatch):
     """Tests of the run logic skip drawing (about 0.15 s a plot); test_plots_are_png_files
     covers the plots."""
-    monkeypatch.setattr(sweep, "write_plots", lambda plan, rows, out: [])
+    monkeypatch.setattr(sweep.outputs, "write_plots", lambda plan, rows, out: [])
 
 
 def test_resume_runs_only_the_missing_points(serial, tmp_path, capsys, no_plots):
@@ -145,7 +145,7 @@ def test_resume_runs_only_the_missing_points(serial, tmp_path, capsys, no_plots)
         return real(task)
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(sweep, "compute_point", counted)
+        m.setattr(sweep.points, "compute_point", counted)
         code, text, _ = run(GRID + ["-j", "2", "-o", str(out)], capsys)
     assert code == 0, text
     assert calls == [json.loads(lines[1])["hash"]]
