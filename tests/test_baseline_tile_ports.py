@@ -6,7 +6,7 @@ import pytest
 
 from flows import registry
 from flows.eda.generate import ports, to_verilog
-from flows.eda.synth import block_label, check_breakdown_paths, module_names
+from flows.eda.breakdown import block_label, check_breakdown_paths, module_names
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (2, 3)])

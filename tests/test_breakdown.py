@@ -16,7 +16,8 @@ from amaranth.lib.wiring import In, Out
 from flows import FlowError, registry
 from flows.cli import main
 from flows.declare import SynthPlan, Unit
-from flows.eda.synth import area, breakdown_blocks
+from flows.eda.breakdown import breakdown_blocks
+from flows.eda.synth import area
 
 
 class Leaf(wiring.Component):
@@ -158,7 +159,7 @@ def test_breakdown_blocks_of_a_given_hierarchy():
 def test_pattern_blocks_are_summed_per_label():
     """Breakdown patterns (the tiles' ``pe*.lanes``) expand to every instance, and the entries
     are summed under labels with the instance indices replaced by ``*``."""
-    from flows.eda.synth import block_label, group_blocks
+    from flows.eda.breakdown import block_label, group_blocks
 
     assert [block_label(b) for b in ("pe3_1.lanes", "col12 (rest)", "xb0_3", "(top)",
                                      "core.lanes")] == [
@@ -182,7 +183,7 @@ def test_the_fpraker_pe_blocks_follow_its_configuration(pipeline, blocks):
     core: its encoder lanes and control are rings at its top) its lanes and accumulator; each
     path is an instance of that configuration's design."""
     from flows.eda.generate import convert
-    from flows.eda.synth import check_breakdown_paths
+    from flows.eda.breakdown import check_breakdown_paths
 
     unit = registry.get("fpraker.pe")
     cfg = unit.make_config(None, lanes=2, int_bits=4, pipeline=pipeline)

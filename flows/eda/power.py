@@ -115,6 +115,7 @@ Errors (one line, exit status 2): an unknown unit, a unit whose testbench has no
 missing tool or liberty, a tool failure, and a ``power_run`` that fails on the netlist.
 """
 
+import dataclasses
 import json
 import re
 import time
@@ -299,33 +300,38 @@ def _gate_level_failure(result) -> str:
 PHASES = ("synthesis", "gate-level simulation", "activity", "OpenSTA")
 
 
-def power(unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAULT_CLOCK_NS,
-          outdir: Path | None = None, operands: str | Path | None = None,
-          groups: int = DEFAULT_GROUPS, sim: str | None = None, seed: int = 1,
-          progress=print) -> dict:
-    """Power of ``unit`` at ``cfg`` from a gate-level simulation of its mapped netlist; writes
-    ``power.json``/``power.md`` and returns the report (see the module docstring)."""
-    from importlib import import_module
+@dataclasses.dataclass
+class _PowerRun:
+    """What the steps of one :func:`power` run share: the unit at its configuration and its
+    Verilog, the operands, the tools, the settled options and the seconds of each phase."""
 
-    from ..progress import bar as progress_bar
-    from .generate import convert, manifest
-    from .power_cells import cell_models
-    from tb.common.power import OPERANDS_ENV, WINDOW_ENV
-    from .power_vcd import activity
-    from ..runs import precheck, staged
-    from .simulate import SIMULATORS, run_testbench
-    from .tools import liberty as find_liberty
-    from .tools import require, versions
+    unit: object
+    cfg: object
+    text: str                        #: the unit's Verilog
+    fields: dict                     #: its ports' bit fields (:func:`flows.eda.generate.convert`)
+    has_clock: bool
+    ops: dict                        #: the operands, ``a``, ``b`` and ``dot_groups``
+    source: dict                     #: where they come from, for the report
+    lib: Path
+    clock_ns: float
+    yosys: str
+    sta: str
+    sim: str
+    seed: int
+    final: Path                      #: the output folder
+    progress: object                 #: prints a progress line
+    #: each phase's seconds, in the order they ran
+    seconds: dict = dataclasses.field(default_factory=dict)
 
-    clock_ns = check_clock(clock_ns)
-    sim = sim or "icarus"
-    if sim not in SIMULATORS:
-        raise FlowError(f"unknown simulator {sim!r}; choose one of {', '.join(SIMULATORS)}")
-    tb = import_module(unit.testbench_module)
-    if not hasattr(tb, "power_run"):
-        raise FlowError(f"{unit.name}: its testbench {unit.testbench_module} has no power_run test "
-                        f"(the contract is in flows/eda/power.py)")
-    final = precheck(outdir or build_dir() / "power" / unit.name, POWER_FILES)
+    @property
+    def groups(self) -> int:
+        """The operand groups the testbench drives."""
+        return self.ops["a"].shape[-2]
+
+
+def _operands(cfg, operands: str | Path | None, groups: int, seed: int) -> tuple[dict, dict]:
+    """The operands of a run (a model's, an ``--operands`` file's or synthetic ones) and their
+    description for the report, with their groups, shapes and zero fractions."""
     if operands is not None and str(operands) in MODEL_OPERANDS:
         from ..studies import models
         ops = models.power_operands(str(operands), operand_shapes(cfg, 1))
@@ -339,170 +345,277 @@ def power(unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAUL
         ops = synthetic_operands(cfg, groups, seed)
         source = {"kind": "synthetic", "seed": seed,
                   "description": "N(0,1) rounded to bf16 on both sides, a ReLU'd (max(0, x))"}
-    n_groups = ops["a"].shape[-2]
-    source.update(groups=n_groups, dot_groups=ops["dot_groups"],
+    source.update(groups=ops["a"].shape[-2], dot_groups=ops["dot_groups"],
                   a_shape=list(ops["a"].shape), b_shape=list(ops["b"].shape),
                   a_zero_fraction=round(float(np.mean((ops["a"] & 0x7FFF) == 0)), 4),
                   b_zero_fraction=round(float(np.mean((ops["b"] & 0x7FFF) == 0)), 4))
+    return ops, source
+
+
+def _prepare(unit, cfg, liberty: str, clock_ns: float, outdir: Path | None,
+             operands: str | Path | None, groups: int, sim: str | None, seed: int,
+             progress) -> _PowerRun:
+    """What :func:`power` settles before any tool runs: the checks of its arguments and of the
+    unit's testbench, the output folder, the operands, the tools and the liberty, and the
+    Verilog (in this order, which decides the error a bad call gets)."""
+    from importlib import import_module
+
+    from .generate import convert
+    from ..runs import precheck
+    from .simulate import SIMULATORS
+    from .tools import liberty as find_liberty
+    from .tools import require
+
+    clock_ns = check_clock(clock_ns)
+    sim = sim or "icarus"
+    if sim not in SIMULATORS:
+        raise FlowError(f"unknown simulator {sim!r}; choose one of {', '.join(SIMULATORS)}")
+    tb = import_module(unit.testbench_module)
+    if not hasattr(tb, "power_run"):
+        raise FlowError(f"{unit.name}: its testbench {unit.testbench_module} has no power_run test "
+                        f"(the contract is in flows/eda/power.py)")
+    final = precheck(outdir or build_dir() / "power" / unit.name, POWER_FILES)
+    ops, source = _operands(cfg, operands, groups, seed)
     yosys, sta = require("yosys"), require("sta")
     lib = find_liberty(liberty).resolve()
     text, fields = convert(unit, cfg)
     has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
-    seconds = {}
+    return _PowerRun(unit, cfg, text, fields, has_clock, ops, source, lib, clock_ns, yosys, sta,
+                     sim, seed, final, progress)
+
+
+def _netlist(run: _PowerRun, work: Path, bar) -> dict:
+    """The bar's synthesis phase: the unit synthesized as ``trainfab area`` does, its netlist
+    made simulable (:func:`power_netlist`), the models of its cells and the operands, in
+    ``work``.  Returns the synthesis (``flat``), the netlist's file name and ``text``, its
+    ``instances``, the cell ``models`` and the ``cells`` they describe."""
+    from .power_cells import cell_models
+
+    unit = run.unit
+    src = f"{unit.top}.v"
+    (work / src).write_text(run.text)
+    bar.set_postfix(PHASES[0])
+    run.progress(f"{unit.name}: synthesizing …")
+    flat = _synthesize(run.yosys, unit.top, src, run.lib, work, run.clock_ns,
+                       share=unit.synth.share)
+    run.seconds["synthesis"] = round(flat["seconds"], 2)
+    net_text, instances = power_netlist((work / flat["netlist"]).read_text())
+    netlist = f"{unit.top}.power.v"
+    (work / netlist).write_text(net_text)
+    models, cells = cell_models(run.lib, {i["cell"] for i in instances})
+    (work / "cells.v").write_text(models)
+    np.savez(work / "operands.npz", **run.ops)
+    bar.update()
+    return {"flat": flat, "netlist": netlist, "text": net_text, "instances": instances,
+            "models": models, "cells": cells}
+
+
+def _simulate(run: _PowerRun, work: Path, bar, net: dict) -> tuple:
+    """The bar's gate-level simulation phase: the testbench's ``power_run`` on the netlist,
+    with a VCD.  Returns the run (:func:`flows.eda.simulate.run_testbench`) and the window the
+    testbench marked."""
+    from tb.common.power import OPERANDS_ENV, WINDOW_ENV
+    from .simulate import run_testbench
+
+    unit = run.unit
+    window_path = work / "window.json"
+    bar.set_postfix(PHASES[1])
+    run.progress(f"{unit.name}: gate-level simulation ({run.sim}, {len(net['instances'])} "
+                 f"cells, {run.groups} groups) …")
+    t0 = time.monotonic()
+    result = run_testbench(unit, run.cfg, seed=run.seed, sim=run.sim, effort="quick",
+                           testcase="power_run", build_root=work / "gl", vcd=True,
+                           sources={net["netlist"]: net["text"], "cells.v": net["models"]},
+                           extra_env={OPERANDS_ENV: str(work / "operands.npz"),
+                                      WINDOW_ENV: str(window_path)})
+    run.seconds["simulation"] = round(time.monotonic() - t0, 2)
+    if not result.passed:
+        raise FlowError(_gate_level_failure(result))
+    if not window_path.exists() or result.waves is None:
+        raise FlowError(f"{unit.name}: power_run wrote no window or the simulator no VCD; "
+                        f"log {result.log}")
+    window = json.loads(window_path.read_text())
+    (work / "sim.log").write_text(result.log.read_text(errors="replace"))
+    bar.update()
+    return result, window
+
+
+def _activity(run: _PowerRun, work: Path, bar, net: dict, result, window: dict) -> dict:
+    """The bar's activity phase: each cell pin's and input port's activity in the window, from
+    the VCD, and OpenSTA's script with the ports' activities (``power.tcl``).  Returns the
+    window's clock ``cycles``, ``pin_activity(instance, pin)`` (transitions per cycle and duty,
+    ``None`` for a pin without simulated activity), the unit's ``manifest`` and the ``tcl``."""
+    from .generate import manifest
+    from .power_vcd import activity
+
+    unit, instances = run.unit, net["instances"]
+    # activity of every cell pin (and the top-level ports) in the window
+    bar.set_postfix(PHASES[2])
+    t0 = time.monotonic()
+    pin_names = {i["name"]: set(net["cells"][i["cell"]]["pins"]) for i in instances}
+
+    def wanted(scope, name):
+        if scope and scope[-1] == unit.top:
+            return True                      # the top level's ports and nets
+        return (len(scope) >= 2 and scope[-2] == unit.top
+                and name in pin_names.get(scope[-1], ()))
+
+    # VCD times are in the dump's unit: 1 ps for both simulators (timescale 1ns/1ps)
+    acts = activity(result.waves, window["start_ps"], window["end_ps"], wanted)
+    run.seconds["vcd"] = round(time.monotonic() - t0, 2)
+    top_acts = {name: v for (scope, name), v in acts.items() if scope[-1] == unit.top}
+    cell_acts = {(scope[-1], name): v for (scope, name), v in acts.items()
+                 if len(scope) >= 2 and scope[-2] == unit.top}
+    clk = top_acts.get("clk")
+    if run.has_clock:
+        if not clk or clk[0] < 2:
+            raise FlowError(f"{unit.name}: the clock did not toggle in the power window")
+        cycles = clk[0] / 2
+    else:
+        cycles = (window["end_ps"] - window["start_ps"]) / 10_000   # tb.common.CLOCK_NS
+
+    def pin_activity(inst, pin):
+        got = cell_acts.get((inst, pin))
+        if got is None or got[2] == 0:
+            return None
+        return got[0] / cycles, got[1] / got[2]
+
+    man = manifest(unit, run.cfg, run.text, run.fields)
+    inputs = [p["name"] for p in man["ports"] if p["direction"] == "input"
+              and p["name"] != "clk"]
+    port_activity = {name: (v[0] / cycles, v[1] / v[2]) for name, v in top_acts.items()
+                     if name in inputs and v[2]}
+    # multi-bit input ports: each bit's activity from the cells it drives
+    bit_act: dict[str, list] = {}
+    for i in instances:
+        for pin, net_name in i["pins"].items():
+            m = re.fullmatch(r"(\w+)\[(\d+)\]", net_name)
+            if m and m.group(1) in inputs:
+                a = pin_activity(i["name"], pin)
+                if a is not None:
+                    bit_act.setdefault(net_name, a)
+    port_activity.update(bit_act)
+
+    tcl = sta_power_script(unit.top, net["netlist"], run.lib, run.clock_ns, run.has_clock,
+                           port_activity)
+    (work / "power.tcl").write_text(tcl)
+    bar.update()
+    return {"cycles": cycles, "pin_activity": pin_activity, "manifest": man, "tcl": tcl}
+
+
+def _opensta(run: _PowerRun, work: Path, bar, net: dict, act: dict) -> dict:
+    """The bar's OpenSTA phase: OpenSTA on the netlist, and each instance's power at its
+    simulated activities (:func:`_combine`), checked.  Returns the ``timing`` (flip-flops under
+    their synthesis names), OpenSTA's ``propagated`` estimate, its ``design`` power per probe
+    and the ``combined`` powers."""
+    bar.set_postfix(PHASES[3])
+    t0 = time.monotonic()
+    sta_out = _run([run.sta, "-no_splash", "-exit", "power.tcl"], work / "power.log",
+                   "OpenSTA")
+    run.seconds["opensta"] = round(time.monotonic() - t0, 2)
+    bar.update()
+    timing = parse_sta(sta_out, run.clock_ns)
+    instances = net["instances"]
+    original = {i["name"]: i["original"] for i in instances}
+    for end in ("startpoint", "endpoint"):       # the synthesis names of renamed flip-flops
+        if timing.get(end):
+            inst, _, pin = timing[end].partition("/")
+            timing[end] = original.get(inst, inst) + (f"/{pin}" if pin else "")
+    propagated, design, per_inst = parse_sta_power(sta_out)
+
+    combined = _combine(run.unit, instances, net["cells"], per_inst, act["pin_activity"],
+                        run.has_clock)
+    if combined["annotation"]["pin_fraction"] < MIN_ANNOTATED:
+        raise FlowError(f"only {100 * combined['annotation']['pin_fraction']:.1f} % of the "
+                        f"netlist's cell pins are in the {run.sim} dump (at least "
+                        f"{100 * MIN_ANNOTATED:.0f} % needed); Verilator names inlined cells "
+                        f"differently: use --sim icarus")
+    g1 = PROBES[-1]
+    check = sum(v[g1][0] + v[g1][1] + v[g1][2] for v in per_inst.values())
+    if abs(check - design[g1][3]) > 1e-4 * max(design[g1][3], 1e-12):   # single-precision sums
+        raise FlowError(f"OpenSTA's instance powers sum to {check:.6e} W, its design total "
+                        f"is {design[g1][3]:.6e} W; see power.log")
+    return {"timing": timing, "propagated": propagated, "design": design,
+            "combined": combined}
+
+
+def _report(run: _PowerRun, work: Path, net: dict, window: dict, act: dict, sta: dict) -> dict:
+    """The power report, written as ``power.md`` and ``power.json`` in ``work``."""
+    from .tools import versions
+
+    unit, report = run.unit, sta["combined"]
+    propagated, design, cycles = sta["propagated"], sta["design"], act["cycles"]
+    period_s = run.clock_ns * 1e-9
+    total_w = report["total_w"]
+    r = {
+        "unit": unit.name,
+        "config": unit.hardware_config(run.cfg),
+        "clock_ns": run.clock_ns,
+        "total_mw": round(total_w * 1e3, 6),
+        "internal_mw": round(report["internal_w"] * 1e3, 6),
+        "switching_mw": round(report["switching_w"] * 1e3, 6),
+        "leakage_mw": round(report["leakage_w"] * 1e3, 9),
+        "sequential_mw": round(report["sequential_w"] * 1e3, 6),
+        "combinational_mw": round(report["combinational_w"] * 1e3, 6),
+        "energy_per_group_pj": round(total_w * cycles * period_s / run.groups * 1e12, 4),
+        "activity_source": {
+            "method": f"zero-delay gate-level simulation of the mapped netlist ({run.sim}), "
+                      f"cocotb test power_run of {unit.testbench_module}",
+            "simulator": run.sim, "cycles": cycles, "window_ps": [window["start_ps"],
+                                                                  window["end_ps"]],
+            "testbench_facts": {k: v for k, v in window.items()
+                                if k not in ("start_ps", "end_ps")},
+            "operands": run.source,
+            "mean_activity": report["mean_activity"],
+        },
+        "annotation": report["annotation"],
+        "propagated_estimate_mw": {
+            "total": round(propagated[3] * 1e3, 6), "internal": round(propagated[0] * 1e3, 6),
+            "switching": round(propagated[1] * 1e3, 6),
+            "leakage": round(propagated[2] * 1e3, 9),
+            "note": "OpenSTA with only the input ports annotated from the simulation, "
+                    "everything else propagated probabilistically"},
+        "opensta_global_activity_mw": {str(g): round(design[g][3] * 1e3, 6) for g in PROBES},
+        "cells": len(net["instances"]),
+        "timing": sta["timing"],
+        "area_um2": _chip_area(net["flat"]["log"]),
+        "liberty": str(run.lib),
+        "tools": versions(),
+        "verilog_sha256": act["manifest"]["verilog_sha256"],
+        "yosys_script": net["flat"]["script"],
+        "sta_script_head": act["tcl"].split("set corner")[0],
+        "seconds": run.seconds,
+    }
+    (work / "power.md").write_text(markdown(r))
+    (work / "power.json").write_text(json.dumps(r, indent=2) + "\n")
+    return r
+
+
+def power(unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAULT_CLOCK_NS,
+          outdir: Path | None = None, operands: str | Path | None = None,
+          groups: int = DEFAULT_GROUPS, sim: str | None = None, seed: int = 1,
+          progress=print) -> dict:
+    """Power of ``unit`` at ``cfg`` from a gate-level simulation of its mapped netlist; writes
+    ``power.json``/``power.md`` and returns the report (see the module docstring).
+
+    The steps, in order: :func:`_prepare` (the checks, the operands, the Verilog), then inside
+    the staged folder, one phase of the progress bar each, :func:`_netlist` (synthesis and the
+    netlist to simulate), :func:`_simulate` (the gate-level simulation), :func:`_activity`
+    (the pins' activities from its VCD), :func:`_opensta` (OpenSTA's power, combined with
+    them), and :func:`_report`."""
+    from ..progress import bar as progress_bar
+    from ..runs import staged
+
+    run = _prepare(unit, cfg, liberty, clock_ns, outdir, operands, groups, sim, seed, progress)
     # the four phases on a bar with the time left (standard error, a terminal only)
     with progress_bar(len(PHASES), f"{unit.name} power", "phases") as bar, \
-            staged(final, names=POWER_FILES) as work:
-        src = f"{unit.top}.v"
-        (work / src).write_text(text)
-        bar.set_postfix(PHASES[0])
-        progress(f"{unit.name}: synthesizing …")
-        flat = _synthesize(yosys, unit.top, src, lib, work, clock_ns, share=unit.synth.share)
-        seconds["synthesis"] = round(flat["seconds"], 2)
-        net_text, instances = power_netlist((work / flat["netlist"]).read_text())
-        netlist = f"{unit.top}.power.v"
-        (work / netlist).write_text(net_text)
-        models, cells = cell_models(lib, {i["cell"] for i in instances})
-        (work / "cells.v").write_text(models)
-        np.savez(work / "operands.npz", **ops)
-        window_path = work / "window.json"
-        bar.update()
-        bar.set_postfix(PHASES[1])
-        progress(f"{unit.name}: gate-level simulation ({sim}, {len(instances)} cells, "
-                 f"{n_groups} groups) …")
-        t0 = time.monotonic()
-        result = run_testbench(unit, cfg, seed=seed, sim=sim, effort="quick", testcase="power_run",
-                               build_root=work / "gl", vcd=True,
-                               sources={netlist: net_text, "cells.v": models},
-                               extra_env={OPERANDS_ENV: str(work / "operands.npz"),
-                                          WINDOW_ENV: str(window_path)})
-        seconds["simulation"] = round(time.monotonic() - t0, 2)
-        if not result.passed:
-            raise FlowError(_gate_level_failure(result))
-        if not window_path.exists() or result.waves is None:
-            raise FlowError(f"{unit.name}: power_run wrote no window or the simulator no VCD; "
-                            f"log {result.log}")
-        window = json.loads(window_path.read_text())
-        (work / "sim.log").write_text(result.log.read_text(errors="replace"))
-
-        # activity of every cell pin (and the top-level ports) in the window
-        bar.update()
-        bar.set_postfix(PHASES[2])
-        t0 = time.monotonic()
-        pin_names = {i["name"]: set(cells[i["cell"]]["pins"]) for i in instances}
-
-        def wanted(scope, name):
-            if scope and scope[-1] == unit.top:
-                return True                      # the top level's ports and nets
-            return (len(scope) >= 2 and scope[-2] == unit.top
-                    and name in pin_names.get(scope[-1], ()))
-
-        # VCD times are in the dump's unit: 1 ps for both simulators (timescale 1ns/1ps)
-        acts = activity(result.waves, window["start_ps"], window["end_ps"], wanted)
-        seconds["vcd"] = round(time.monotonic() - t0, 2)
-        top_acts = {name: v for (scope, name), v in acts.items() if scope[-1] == unit.top}
-        cell_acts = {(scope[-1], name): v for (scope, name), v in acts.items()
-                     if len(scope) >= 2 and scope[-2] == unit.top}
-        clk = top_acts.get("clk")
-        if has_clock:
-            if not clk or clk[0] < 2:
-                raise FlowError(f"{unit.name}: the clock did not toggle in the power window")
-            cycles = clk[0] / 2
-        else:
-            cycles = (window["end_ps"] - window["start_ps"]) / 10_000   # tb.common.CLOCK_NS
-
-        def pin_activity(inst, pin):
-            got = cell_acts.get((inst, pin))
-            if got is None or got[2] == 0:
-                return None
-            return got[0] / cycles, got[1] / got[2]
-
-        man = manifest(unit, cfg, text, fields)
-        inputs = [p["name"] for p in man["ports"] if p["direction"] == "input"
-                  and p["name"] != "clk"]
-        port_activity = {name: (v[0] / cycles, v[1] / v[2]) for name, v in top_acts.items()
-                         if name in inputs and v[2]}
-        # multi-bit input ports: each bit's activity from the cells it drives
-        bit_act: dict[str, list] = {}
-        for i in instances:
-            for pin, net in i["pins"].items():
-                m = re.fullmatch(r"(\w+)\[(\d+)\]", net)
-                if m and m.group(1) in inputs:
-                    a = pin_activity(i["name"], pin)
-                    if a is not None:
-                        bit_act.setdefault(net, a)
-        port_activity.update(bit_act)
-
-        tcl = sta_power_script(unit.top, netlist, lib, clock_ns, has_clock, port_activity)
-        (work / "power.tcl").write_text(tcl)
-        bar.update()
-        bar.set_postfix(PHASES[3])
-        t0 = time.monotonic()
-        sta_out = _run([sta, "-no_splash", "-exit", "power.tcl"], work / "power.log", "OpenSTA")
-        seconds["opensta"] = round(time.monotonic() - t0, 2)
-        bar.update()
-        timing = parse_sta(sta_out, clock_ns)
-        original = {i["name"]: i["original"] for i in instances}
-        for end in ("startpoint", "endpoint"):       # the synthesis names of renamed flip-flops
-            if timing.get(end):
-                inst, _, pin = timing[end].partition("/")
-                timing[end] = original.get(inst, inst) + (f"/{pin}" if pin else "")
-        propagated, design, per_inst = parse_sta_power(sta_out)
-
-        report = _combine(unit, instances, cells, per_inst, pin_activity, has_clock)
-        if report["annotation"]["pin_fraction"] < MIN_ANNOTATED:
-            raise FlowError(f"only {100 * report['annotation']['pin_fraction']:.1f} % of the "
-                            f"netlist's cell pins are in the {sim} dump (at least "
-                            f"{100 * MIN_ANNOTATED:.0f} % needed); Verilator names inlined cells "
-                            f"differently: use --sim icarus")
-        g1 = PROBES[-1]
-        check = sum(v[g1][0] + v[g1][1] + v[g1][2] for v in per_inst.values())
-        if abs(check - design[g1][3]) > 1e-4 * max(design[g1][3], 1e-12):   # single-precision sums
-            raise FlowError(f"OpenSTA's instance powers sum to {check:.6e} W, its design total "
-                            f"is {design[g1][3]:.6e} W; see power.log")
-        period_s = clock_ns * 1e-9
-        total_w = report["total_w"]
-        r = {
-            "unit": unit.name,
-            "config": unit.hardware_config(cfg),
-            "clock_ns": clock_ns,
-            "total_mw": round(total_w * 1e3, 6),
-            "internal_mw": round(report["internal_w"] * 1e3, 6),
-            "switching_mw": round(report["switching_w"] * 1e3, 6),
-            "leakage_mw": round(report["leakage_w"] * 1e3, 9),
-            "sequential_mw": round(report["sequential_w"] * 1e3, 6),
-            "combinational_mw": round(report["combinational_w"] * 1e3, 6),
-            "energy_per_group_pj": round(total_w * cycles * period_s / n_groups * 1e12, 4),
-            "activity_source": {
-                "method": f"zero-delay gate-level simulation of the mapped netlist ({sim}), "
-                          f"cocotb test power_run of {unit.testbench_module}",
-                "simulator": sim, "cycles": cycles, "window_ps": [window["start_ps"],
-                                                                  window["end_ps"]],
-                "testbench_facts": {k: v for k, v in window.items()
-                                    if k not in ("start_ps", "end_ps")},
-                "operands": source,
-                "mean_activity": report["mean_activity"],
-            },
-            "annotation": report["annotation"],
-            "propagated_estimate_mw": {
-                "total": round(propagated[3] * 1e3, 6), "internal": round(propagated[0] * 1e3, 6),
-                "switching": round(propagated[1] * 1e3, 6),
-                "leakage": round(propagated[2] * 1e3, 9),
-                "note": "OpenSTA with only the input ports annotated from the simulation, "
-                        "everything else propagated probabilistically"},
-            "opensta_global_activity_mw": {str(g): round(design[g][3] * 1e3, 6) for g in PROBES},
-            "cells": len(instances),
-            "timing": timing,
-            "area_um2": _chip_area(flat["log"]),
-            "liberty": str(lib),
-            "tools": versions(),
-            "verilog_sha256": man["verilog_sha256"],
-            "yosys_script": flat["script"],
-            "sta_script_head": tcl.split("set corner")[0],
-            "seconds": seconds,
-        }
-        (work / "power.md").write_text(markdown(r))
-        (work / "power.json").write_text(json.dumps(r, indent=2) + "\n")
-    r["outdir"] = str(final)
+            staged(run.final, names=POWER_FILES) as work:
+        net = _netlist(run, work, bar)
+        result, window = _simulate(run, work, bar, net)
+        act = _activity(run, work, bar, net, result, window)
+        sta = _opensta(run, work, bar, net, act)
+        r = _report(run, work, net, window, act, sta)
+    r["outdir"] = str(run.final)
     return r
 
 

@@ -19,26 +19,19 @@ Gate equivalents: cell area divided by the liberty's two-input NAND (``NAND2X1``
 ``NAND2_X1``) area.
 
 Breakdown (``area(..., breakdown=True)``, ``trainfab area UNIT --breakdown``): the same recipe
-without ``-flatten`` maps every module on its own (Amaranth writes one module per submodule
-instance, named by its hierarchical path: instance ``core`` of ``fpraker_pe`` is module
-``fpraker_pe.core``), and ``stat -liberty`` gives each module's own cell area.  Blocks are the
-unit's :attr:`flows.declare.SynthPlan.breakdown` paths, else the top's child instances; a block's
-area includes its descendants, and every ancestor of a block (the top included) gets a
-``(rest)`` entry with its own cells and its other children, so the entries sum to the
-hierarchical total.  That total differs from the flattened area (nothing is optimized across
-module boundaries, and ABC maps each module on its own); the flattened numbers stay the unit's
-figures.
+without ``-flatten``, area per block of the hierarchy (:mod:`flows.eda.breakdown`).
+
+Progress: yosys' phases read from its log as it grows (:mod:`flows.eda.yosys_phases`).
 """
 
+import dataclasses
 import errno
-import fnmatch
 import functools
 import json
 import os
 import re
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -46,10 +39,12 @@ from pathlib import Path
 from .. import FlowError, build_dir
 from ..layout import DEFAULT_CLOCK_NS, DEFAULT_LIBERTY
 from ..options import check_clock
+from .breakdown import _breakdown, _flops, _is_pattern, check_breakdown_paths, group_blocks
 from .generate import convert, manifest
 from ..registry import Unit
 from .tools import liberty as find_liberty
 from .tools import require, versions
+from .yosys_phases import YosysPhases, _LogWatch
 
 
 
@@ -277,110 +272,6 @@ def read_stat_json(path: Path) -> dict:
     return json.loads(re.sub(r'^[ \t]*[^\s"{}\[\],:]+[ \t]+\d+[ \t]*\n', "", text, flags=re.M))
 
 
-# --------------------------------------------------------------------------------------------
-# progress: yosys' phases from its log as it grows
-
-#: yosys passes inside ``synth`` → the phase they belong to; phases only move forward (the
-#: ``opt`` passes between later steps do not take a run back to "coarse")
-SYNTH_STAGES = (("elaborate", ("HIERARCHY", "PROC")), ("flatten", ("FLATTEN",)),
-                ("coarse", ("OPT", "OPT_EXPR", "OPT_CLEAN", "CHECK", "FSM", "WREDUCE", "PEEPOPT",
-                            "ALUMACC", "SHARE")),
-                ("memory", ("MEMORY", "MEMORY_MAP")), ("techmap", ("TECHMAP",)),
-                ("abc -fast", ("ABC",)))
-#: top-level passes of :func:`yosys_script` → the phase they start
-TOP_STAGES = (("yosys read", ("VERILOG-2005", "VERILOG")), ("yosys synth", ("SYNTH",)),
-              ("flip-flop mapping", ("DFFLEGALIZE", "DFFLIBMAP")), ("abc mapping", ("ABC",)),
-              ("yosys netlist", ("SPLITNETS", "OPT_CLEAN", "STATISTICS", "VERILOG BACKEND")))
-
-_HEADER = re.compile(r"^(\d+(?:\.\d+)*)\. (?:Executing (\S+)(?: (backend))?|Printing (statistics))",
-                     re.M)
-
-
-def _rank(stages, name: str) -> int | None:
-    return next((i for i, (_, names) in enumerate(stages) if name in names), None)
-
-
-class YosysPhases:
-    """The phase a yosys run of :func:`yosys_script` is in, from the pass headers of its log
-    (``2.3. Executing FLATTEN pass``, ``5. Executing ABC pass``).  :meth:`feed` takes the log's
-    text as it grows (any pieces) and returns the phase, ``(label, detail)``, when it changed."""
-
-    def __init__(self, prefix: str = ""):
-        self.prefix, self.top, self.sub = prefix, None, None
-        self.rest = ""
-
-    def phase(self) -> tuple[str, str | None] | None:
-        if self.top is None:
-            return None
-        label = self.prefix + TOP_STAGES[self.top][0]
-        detail = (SYNTH_STAGES[self.sub][0] if TOP_STAGES[self.top][0] == "yosys synth"
-                  and self.sub is not None else None)
-        return label, detail
-
-    def feed(self, text: str) -> tuple[str, str | None] | None:
-        before = self.phase()
-        text, cut = self.rest + text, None
-        if not text.endswith("\n"):
-            cut = text.rfind("\n") + 1
-            text, self.rest = text[:cut], text[cut:]
-        else:
-            self.rest = ""
-        for m in _HEADER.finditer(text):
-            level = m.group(1).count(".") + 1
-            name = (m.group(2) or "").upper()
-            if m.group(3):
-                name += " BACKEND"
-            elif m.group(4):
-                name = "STATISTICS"
-            if level == 1:
-                rank = _rank(TOP_STAGES, name)
-                if rank is not None and (self.top is None or rank > self.top):
-                    self.top, self.sub = rank, None
-            elif level == 2 and self.top is not None and TOP_STAGES[self.top][0] == "yosys synth":
-                rank = _rank(SYNTH_STAGES, name)
-                if rank is not None and (self.sub is None or rank > self.sub):
-                    self.sub = rank
-        now = self.phase()
-        return now if now != before else None
-
-
-class _LogWatch:
-    """While a tool runs, a thread that reads its growing log every ``interval`` seconds and
-    announces its phases on ``phases`` (:class:`flows.progress.Phases`); ticks in between."""
-
-    def __init__(self, log: Path, phases, parser: YosysPhases, interval: float = 1.0):
-        self.log, self.phases, self.parser, self.interval = log, phases, parser, interval
-        self.offset, self.stop = 0, threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def poll(self) -> None:
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            data = b""
-        self.offset += len(data)
-        got = self.parser.feed(data.decode(errors="replace")) if data else None
-        if got is not None:
-            self.phases.start(*got)
-        else:
-            self.phases.tick()
-
-    def _loop(self) -> None:
-        while not self.stop.wait(self.interval):
-            self.poll()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-        return False
-
-
 #: the last run's time of each unit's syntheses (:class:`flows.progress.Timings`), in the
 #: build folder
 TIMES = "synth_times.json"
@@ -477,15 +368,224 @@ def _stat_json(path: Path, log: str) -> dict:
         raise FlowError(f"yosys wrote no readable {path.name} ({why}); see {log}") from None
 
 
-def _flops(cells_by_type: dict) -> int:
-    return sum(n for cell, n in cells_by_type.items() if "DFF" in cell)
-
-
 #: files every area run writes into its output folder (for ``<top>``): checked before the
 #: synthesis (a file of the user's of one of these names stops the run at once)
 def _area_files(top: str) -> tuple[str, ...]:
     return (f"{top}.v", f"{top}.mapped.v", "synth.ys", "yosys.log", "stat_generic.json",
             "stat_mapped.json", "timing.tcl", "timing.log", "area.json", "area.md")
+
+
+@dataclasses.dataclass
+class _AreaRun:
+    """What the steps of one :func:`area` run share: the unit at its configuration and its
+    Verilog, the tools, the settled options, and the run's progress."""
+
+    unit: Unit
+    cfg: object
+    text: str                        #: the unit's Verilog
+    fields: dict                     #: its ports' bit fields (:func:`flows.eda.generate.convert`)
+    lib: Path
+    clock_ns: float
+    yosys: str
+    sta: str
+    final: Path                      #: the output folder
+    paths: tuple[str, ...] | None    #: the breakdown's blocks (:func:`check_breakdown_paths`)
+    breakdown: bool
+    retime: bool
+    max_fanout: int | None
+    progress: bool
+    phases: object                   #: :class:`flows.progress.Phases`
+    timings: object                  #: :class:`flows.progress.Timings`, ``None`` if unusable
+    key: str                         #: this run's entry in ``timings``
+
+    @property
+    def source(self) -> str:
+        """The Verilog's file name in the run's folder."""
+        return f"{self.unit.top}.v"
+
+    @property
+    def watch(self):
+        """The phases yosys' steps are announced on; ``None`` without progress."""
+        return self.phases if self.progress else None
+
+
+def _prepare(unit: Unit, cfg, liberty: str, clock_ns: float, outdir: Path | None, factory,
+             breakdown: bool, progress: bool, max_fanout: int | None,
+             retime: bool | None) -> _AreaRun:
+    """What :func:`area` settles before any tool runs: the checks of its arguments, the tools
+    and the liberty, the output folder, the Verilog and the breakdown's blocks (in this order,
+    which decides the error a bad call gets), and the progress display with its estimate."""
+    from ..progress import Phases, config_key
+    from ..runs import precheck
+
+    from .fanout import check_max_fanout
+
+    clock_ns = check_clock(clock_ns)
+    check_max_fanout(max_fanout)
+    yosys, sta = require("yosys"), require("sta")
+    lib = find_liberty(liberty).resolve()
+    final = precheck(outdir or build_dir() / "area" / unit.name, _area_files(unit.top))
+    text, fields = convert(unit, cfg, factory)
+    paths = check_breakdown_paths(unit, text, cfg) if breakdown else None
+    if retime is None:
+        retime = unit.retimes(cfg)
+    timings = _timings()
+    key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
+                      "liberty": str(lib), "breakdown": breakdown,
+                      "component": getattr(factory, "__qualname__", None),
+                      **({"max_fanout": max_fanout} if max_fanout is not None else {}),
+                      **({"retime": True} if retime else {})})
+    estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
+    phases = Phases(unit.name, estimate=estimate, enabled=progress)
+    return _AreaRun(unit, cfg, text, fields, lib, clock_ns, yosys, sta, final, paths, breakdown,
+                    retime, max_fanout, progress, phases, timings, key)
+
+
+def _synthesis(run: _AreaRun, work: Path) -> dict:
+    """The flattened synthesis in ``work``: :func:`_retime` with ``retime``, else
+    :func:`_synthesize`.  Returns the latter's dict with ``chip`` (yosys' chip area lines) and
+    the top module's ``stat -json`` entries, ``top_generic`` and ``top_mapped``."""
+    (work / run.source).write_text(run.text)
+    if run.retime:
+        flat = _retime(run.yosys, run.unit.top, run.source, run.lib, work, run.clock_ns,
+                       share=run.unit.synth.share, phases=run.watch)
+    else:
+        flat = _synthesize(run.yosys, run.unit.top, run.source, run.lib, work, run.clock_ns,
+                           share=run.unit.synth.share, phases=run.watch)
+    chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
+    if not chip:
+        raise FlowError("yosys printed no chip area")
+    return {**flat, "chip": chip,
+            "top_generic": next(iter(flat["generic"]["modules"].values())),
+            "top_mapped": next(iter(flat["mapped"]["modules"].values()))}
+
+
+def _check_retimed(run: _AreaRun, work: Path, flat: dict) -> dict:
+    """The retimed netlist co-simulated against the Verilog (:func:`flows.eda.cosim.cosim`);
+    :class:`FlowError` when an output differs."""
+    # retimed registers match none of the design's: the netlist is checked by
+    # co-simulation against the Verilog instead
+    from .cosim import cosim
+
+    run.phases.start("co-simulation of the retimed netlist")
+    # the reset runs through each register chain (a cycle per context) and through
+    # the registers retiming moved: twice the contexts, at least 16 cycles
+    unit = run.unit
+    contexts = getattr(run.cfg, unit.synth.cslow_field, 1) if unit.synth.cslow_field else 1
+    check = cosim(run.text, (work / flat["netlist"]).read_text(), unit.top, run.lib,
+                  cycles=RETIME_CHECK_CYCLES, reset_cycles=max(16, 2 * contexts),
+                  workdir=work)
+    if check["mismatches"]:
+        raise FlowError(f"the retimed netlist differs from the design in "
+                        f"{check['mismatches']} outputs over {check['cycles']} random "
+                        f"cycles (first: {'; '.join(check['first'][:3])})")
+    return check
+
+
+def _buffer_trees(run: _AreaRun, work: Path, flat: dict) -> dict:
+    """Buffer trees on the mapped netlist's nets of more than ``max_fanout`` loads
+    (:func:`flows.eda.fanout.buffer_fanout`), the netlist as mapped kept beside it; returns
+    what was added."""
+    from .fanout import buffer_fanout
+
+    run.phases.start("fanout buffer trees")
+    mapped_v = work / flat["netlist"]
+    original = mapped_v.read_text()
+    (work / f"{run.unit.top}.unbuffered.mapped.v").write_text(original)
+    buffered, buffering = buffer_fanout(original, run.lib, run.max_fanout)
+    mapped_v.write_text(buffered)
+    return buffering
+
+
+def _timing(run: _AreaRun, work: Path, flat: dict) -> tuple[str, dict, float]:
+    """OpenSTA on the mapped netlist: its script, the worst path (:func:`parse_sta`) and the
+    seconds it took."""
+    has_clock = bool(re.search(r"^\s*input\s+clk\s*;", run.text, re.M))
+    sta_tcl = sta_script(run.unit.top, flat["netlist"], run.lib, run.clock_ns, has_clock)
+    (work / "timing.tcl").write_text(sta_tcl)
+    run.phases.start("OpenSTA timing")
+    t0 = time.monotonic()
+    sta_out = _run([run.sta, "-no_splash", "-exit", "timing.tcl"], work / "timing.log",
+                   "OpenSTA")
+    sta_s = time.monotonic() - t0
+    return sta_tcl, parse_sta(sta_out, run.clock_ns), sta_s
+
+
+def _report(run: _AreaRun, flat: dict, check: dict | None, buffering: dict | None,
+            sta: tuple[str, dict, float]) -> dict:
+    """The area report of the flattened synthesis, the retiming check, the buffer trees and
+    the timing (:func:`_timing`'s result), in the report's order of keys."""
+    unit, cfg = run.unit, run.cfg
+    sta_tcl, timing, sta_s = sta
+    man = manifest(unit, cfg, run.text, run.fields)
+    ge_um2 = nand2_area(run.lib)
+    generic, mapped = flat["top_generic"], flat["top_mapped"]
+    cell_area, cells, by_type = float(flat["chip"][-1]), mapped["num_cells"], \
+        dict(mapped["num_cells_by_type"])
+    if buffering is not None:
+        cell_area = round(cell_area + buffering["area_um2"], 3)
+        cells += buffering["buffers"]
+        if buffering["buffers"]:
+            by_type[buffering["buffer"]] = by_type.get(buffering["buffer"], 0) \
+                + buffering["buffers"]
+    report = {
+        "unit": unit.name,
+        "config": unit.hardware_config(cfg),
+        "area_um2": cell_area,
+        "area_ge": _ge(cell_area, ge_um2),
+        "ge_um2": ge_um2,
+        "cells": cells,
+        "cells_by_type": by_type,
+        "flip_flops": _flops(generic["num_cells_by_type"]),
+        "transistors_estimate": int(generic["estimated_num_transistors"]),
+        "generic_cells": generic["num_cells"],
+        "clock_ns": run.clock_ns,
+        **timing,
+        "liberty": str(run.lib),
+        "tools": versions(),
+        "verilog_sha256": man["verilog_sha256"],
+        "yosys_script": flat["script"],
+        "sta_script": sta_tcl,
+        "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
+    }
+    if run.retime:
+        report["retimed"] = True
+        report["retime_check"] = {k: check[k] for k in ("cycles", "mismatches", "changes")}
+    if buffering is not None:
+        report["fanout_buffers"] = {**buffering, "max_fanout": run.max_fanout}
+        report["area_um2_as_mapped"] = float(flat["chip"][-1])
+    if unit.runtime_fields:  # run-time inputs: not part of the hardware's configuration
+        report["runtime_fields"] = list(unit.runtime_fields)
+    return report
+
+
+def _add_breakdown(run: _AreaRun, work: Path, report: dict) -> None:
+    """The hierarchical synthesis in ``work`` and its blocks (:mod:`flows.eda.breakdown`),
+    added to ``report``."""
+    unit = run.unit
+    hier = _synthesize(run.yosys, unit.top, run.source, run.lib, work, run.clock_ns,
+                       flatten=False, share=unit.synth.share, phases=run.watch)
+    total, blocks = _breakdown(unit.top, hier, run.paths)
+    if any(_is_pattern(p) for p in unit.breakdown_paths(run.cfg)):
+        blocks = group_blocks(blocks)
+    report.update({"hierarchical_area_um2": total,
+                   "breakdown": [{**b, "area_ge": _ge(b["area_um2"], report["ge_um2"])}
+                                 for b in blocks],
+                   "yosys_script_hierarchical": hier["script"]})
+    report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
+
+
+def _write_report(run: _AreaRun, work: Path, report: dict) -> None:
+    """``area.md`` and ``area.json`` in ``work``, after the report's list of the run's files."""
+    report["files"] = sorted([p.name for p in work.iterdir()
+                              if p.is_file() and not p.name.startswith(".")]
+                             + ["area.json", "area.md"])
+    text = markdown(report)
+    if run.breakdown and run.unit.synth.breakdown_table:
+        from ..registry import resolve
+        text += "\n" + resolve(run.unit.synth.breakdown_table)(report) + "\n"
+    (work / "area.md").write_text(text)
+    (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 def area(unit: Unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = DEFAULT_CLOCK_NS,
@@ -495,7 +595,7 @@ def area(unit: Unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = D
     """Synthesize ``unit`` at ``cfg`` and time it; write ``area.json``/``area.md``; return the report.
 
     With ``breakdown``, also synthesize hierarchically and add ``hierarchical_area_um2`` and
-    ``breakdown`` (area, cells and flip-flops per block; see the module docstring).
+    ``breakdown`` (area, cells and flip-flops per block; see :mod:`flows.eda.breakdown`).
 
     With ``retime`` (default: :meth:`flows.declare.Unit.retimes`, the C-slow configurations
     of a unit that has them), the flattened synthesis goes through ABC's retiming
@@ -521,294 +621,33 @@ def area(unit: Unit, cfg, *, liberty: str = DEFAULT_LIBERTY, clock_ns: float = D
     netlist's area before; the mapped netlist as yosys wrote it stays beside it as
     ``<top>.unbuffered.mapped.v``.  The breakdown stays the hierarchical netlist's, unbuffered.
 
+    The steps, in order: :func:`_prepare` (the checks, the Verilog, the progress display), then
+    inside the staged folder :func:`_synthesis` (the plain recipe or the retiming one),
+    :func:`_check_retimed` (with ``retime``), :func:`_buffer_trees` (with ``max_fanout``),
+    :func:`_timing` (OpenSTA), :func:`_report`, :func:`_add_breakdown` (with ``breakdown``) and
+    :func:`_write_report`.
+
     Raises :class:`FlowError` when yosys, OpenSTA or the liberty is missing, the clock period is
     unusable, ``max_fanout`` is outside 2 to 10,000, a tool fails, or a breakdown path is not an
     instance of the design.
     """
-    from ..progress import Phases, config_key
-    from ..runs import precheck, staged
+    from ..runs import staged
 
-    from .fanout import check_max_fanout
-
-    clock_ns = check_clock(clock_ns)
-    check_max_fanout(max_fanout)
-    yosys, sta = require("yosys"), require("sta")
-    lib = find_liberty(liberty).resolve()
-    final = precheck(outdir or build_dir() / "area" / unit.name, _area_files(unit.top))
-    text, fields = convert(unit, cfg, factory)
-    paths = check_breakdown_paths(unit, text, cfg) if breakdown else None
-    if retime is None:
-        retime = unit.retimes(cfg)
-    timings = _timings()
-    key = config_key({"config": unit.hardware_config(cfg), "clock_ns": clock_ns,
-                      "liberty": str(lib), "breakdown": breakdown,
-                      "component": getattr(factory, "__qualname__", None),
-                      **({"max_fanout": max_fanout} if max_fanout is not None else {}),
-                      **({"retime": True} if retime else {})})
-    estimate = timings.estimate(unit.name, key)[0] if timings is not None else None
-    phases = Phases(unit.name, estimate=estimate, enabled=progress)
+    run = _prepare(unit, cfg, liberty, clock_ns, outdir, factory, breakdown, progress,
+                   max_fanout, retime)
     started = time.monotonic()
-    with phases, staged(final, last=("area.md", "area.json")) as work:
-        source = f"{unit.top}.v"
-        (work / source).write_text(text)
-        if retime:
-            flat = _retime(yosys, unit.top, source, lib, work, clock_ns, share=unit.synth.share,
-                           phases=phases if progress else None)
-        else:
-            flat = _synthesize(yosys, unit.top, source, lib, work, clock_ns,
-                               share=unit.synth.share, phases=phases if progress else None)
-        chip = re.findall(r"Chip area for module .*?:\s*([\d.]+)", flat["log"])
-        if not chip:
-            raise FlowError("yosys printed no chip area")
-        generic = next(iter(flat["generic"]["modules"].values()))
-        mapped = next(iter(flat["mapped"]["modules"].values()))
-        has_clock = bool(re.search(r"^\s*input\s+clk\s*;", text, re.M))
-        check = None
-        if retime:
-            # retimed registers match none of the design's: the netlist is checked by
-            # co-simulation against the Verilog instead
-            from .cosim import cosim
-
-            phases.start("co-simulation of the retimed netlist")
-            # the reset runs through each register chain (a cycle per context) and through
-            # the registers retiming moved: twice the contexts, at least 16 cycles
-            contexts = getattr(cfg, unit.synth.cslow_field, 1) if unit.synth.cslow_field else 1
-            check = cosim(text, (work / flat["netlist"]).read_text(), unit.top, lib,
-                          cycles=RETIME_CHECK_CYCLES, reset_cycles=max(16, 2 * contexts),
-                          workdir=work)
-            if check["mismatches"]:
-                raise FlowError(f"the retimed netlist differs from the design in "
-                                f"{check['mismatches']} outputs over {check['cycles']} random "
-                                f"cycles (first: {'; '.join(check['first'][:3])})")
-        buffering = None
-        if max_fanout is not None:
-            from .fanout import buffer_fanout
-
-            phases.start("fanout buffer trees")
-            mapped_v = work / flat["netlist"]
-            original = mapped_v.read_text()
-            (work / f"{unit.top}.unbuffered.mapped.v").write_text(original)
-            buffered, buffering = buffer_fanout(original, lib, max_fanout)
-            mapped_v.write_text(buffered)
-        sta_tcl = sta_script(unit.top, flat["netlist"], lib, clock_ns, has_clock)
-        (work / "timing.tcl").write_text(sta_tcl)
-        phases.start("OpenSTA timing")
-        t0 = time.monotonic()
-        sta_out = _run([sta, "-no_splash", "-exit", "timing.tcl"], work / "timing.log", "OpenSTA")
-        sta_s = time.monotonic() - t0
-        timing = parse_sta(sta_out, clock_ns)
-        man = manifest(unit, cfg, text, fields)
-        ge_um2 = nand2_area(lib)
-        cell_area, cells, by_type = float(chip[-1]), mapped["num_cells"], \
-            dict(mapped["num_cells_by_type"])
-        if buffering is not None:
-            cell_area = round(cell_area + buffering["area_um2"], 3)
-            cells += buffering["buffers"]
-            if buffering["buffers"]:
-                by_type[buffering["buffer"]] = by_type.get(buffering["buffer"], 0) \
-                    + buffering["buffers"]
-        report = {
-            "unit": unit.name,
-            "config": unit.hardware_config(cfg),
-            "area_um2": cell_area,
-            "area_ge": _ge(cell_area, ge_um2),
-            "ge_um2": ge_um2,
-            "cells": cells,
-            "cells_by_type": by_type,
-            "flip_flops": _flops(generic["num_cells_by_type"]),
-            "transistors_estimate": int(generic["estimated_num_transistors"]),
-            "generic_cells": generic["num_cells"],
-            "clock_ns": clock_ns,
-            **timing,
-            "liberty": str(lib),
-            "tools": versions(),
-            "verilog_sha256": man["verilog_sha256"],
-            "yosys_script": flat["script"],
-            "sta_script": sta_tcl,
-            "seconds": {"synthesis": round(flat["seconds"], 2), "timing": round(sta_s, 2)},
-        }
-        if retime:
-            report["retimed"] = True
-            report["retime_check"] = {k: check[k] for k in ("cycles", "mismatches", "changes")}
-        if buffering is not None:
-            report["fanout_buffers"] = {**buffering, "max_fanout": max_fanout}
-            report["area_um2_as_mapped"] = float(chip[-1])
-        if unit.runtime_fields:  # run-time inputs: not part of the hardware's configuration
-            report["runtime_fields"] = list(unit.runtime_fields)
+    with run.phases, staged(run.final, last=("area.md", "area.json")) as work:
+        flat = _synthesis(run, work)
+        check = _check_retimed(run, work, flat) if run.retime else None
+        buffering = _buffer_trees(run, work, flat) if max_fanout is not None else None
+        report = _report(run, flat, check, buffering, _timing(run, work, flat))
         if breakdown:
-            hier = _synthesize(yosys, unit.top, source, lib, work, clock_ns, flatten=False,
-                               share=unit.synth.share, phases=phases if progress else None)
-            total, blocks = _breakdown(unit.top, hier, paths)
-            if any(_is_pattern(p) for p in unit.breakdown_paths(cfg)):
-                blocks = group_blocks(blocks)
-            report.update({"hierarchical_area_um2": total,
-                           "breakdown": [{**b, "area_ge": _ge(b["area_um2"], ge_um2)}
-                                         for b in blocks],
-                           "yosys_script_hierarchical": hier["script"]})
-            report["seconds"]["hierarchical_synthesis"] = round(hier["seconds"], 2)
-        report["files"] = sorted([p.name for p in work.iterdir()
-                                  if p.is_file() and not p.name.startswith(".")]
-                                 + ["area.json", "area.md"])
-        text = markdown(report)
-        if breakdown and unit.synth.breakdown_table:
-            from ..registry import resolve
-            text += "\n" + resolve(unit.synth.breakdown_table)(report) + "\n"
-        (work / "area.md").write_text(text)
-        (work / "area.json").write_text(json.dumps(report, indent=2) + "\n")
-    if timings is not None:
-        timings.record(unit.name, key, time.monotonic() - started)
-    report["outdir"] = str(final)
+            _add_breakdown(run, work, report)
+        _write_report(run, work, report)
+    if run.timings is not None:
+        run.timings.record(unit.name, run.key, time.monotonic() - started)
+    report["outdir"] = str(run.final)
     return report
-
-
-# --------------------------------------------------------------------------------------------
-# area per block of a hierarchical synthesis
-
-
-def module_names(verilog_text: str) -> list[str]:
-    """Names of the modules of a Verilog text, in order (escaped names without the ``\\``)."""
-    return re.findall(r"^module\s+\\?([^\s(]+)", verilog_text, re.M)
-
-
-def _is_pattern(path: str) -> bool:
-    return any(ch in path for ch in "*?[")
-
-
-def block_label(block: str) -> str:
-    """The label a breakdown entry is summed under when the unit lists patterns: instance
-    indices become ``*`` (``pe3_1.lanes`` → ``pe*.lanes``, ``col2 (rest)`` → ``col* (rest)``)."""
-    return re.sub(r"(?<=[A-Za-z])\d+(_\d+)*", "*", block)
-
-
-def group_blocks(blocks: list[dict]) -> list[dict]:
-    """Breakdown entries summed per :func:`block_label`, in order of first appearance."""
-    out: dict[str, dict] = {}
-    for b in blocks:
-        label = block_label(b["block"])
-        g = out.setdefault(label, {"block": label, "area_um2": 0.0, "cells": 0, "flip_flops": 0,
-                                   "instances": 0})
-        for k in ("area_um2", "cells", "flip_flops"):
-            g[k] += b[k]
-        g["instances"] += 1
-    for g in out.values():
-        g["area_um2"] = round(g["area_um2"], 6)
-    return list(out.values())
-
-
-def check_breakdown_paths(unit: Unit, verilog_text: str, cfg=None) -> tuple[str, ...] | None:
-    """The unit's breakdown paths for ``cfg`` (:meth:`flows.declare.Unit.breakdown_paths`;
-    ``None``: the top's children), each checked to be an instance of the design and none inside
-    another; :class:`FlowError` naming the first that is not.  Glob patterns (``pe*.lanes``)
-    expand to every matching instance."""
-    paths = (unit.breakdown_paths(cfg) if cfg is not None else unit.synth.breakdown) or None
-    if paths is None:
-        return None
-    prefix = unit.top + "."
-    instances = [name[len(prefix):] for name in module_names(verilog_text) if name.startswith(prefix)]
-    expanded = []
-    for path in paths:
-        if _is_pattern(path):
-            hits = [i for i in instances if fnmatch.fnmatchcase(i, path)]
-            if not hits:
-                raise FlowError(f"{unit.name}: breakdown pattern {path!r} matches no instance of "
-                                "the design")
-            expanded += hits
-        else:
-            expanded.append(path)
-    paths = expanded
-    for path in paths:
-        if path not in instances:
-            shown = ", ".join(instances[:24]) + (", …" if len(instances) > 24 else "")
-            raise FlowError(f"{unit.name}: breakdown block {path!r} is not an instance of the "
-                            f"design; instances: {shown or 'none'}")
-        inner = [p for p in paths if p.startswith(path + ".")]
-        if inner:
-            raise FlowError(f"{unit.name}: breakdown blocks {path!r} and {inner[0]!r} are nested; "
-                            f"list one of them")
-    return tuple(paths)
-
-
-def hierarchy(top: str, hier: dict) -> dict[str, dict]:
-    """Per module of a hierarchical run: its own ``area_um2``, ``cells`` and ``flip_flops``
-    (submodule instances excluded) and ``children`` (submodule name → instance count)."""
-    own_area = {name.lstrip("\\"): float(a) for name, a in
-                re.findall(r"Chip area for module '(.*?)':\s*([\d.]+)", hier["log"])}
-    generic = {n.lstrip("\\"): m for n, m in hier["generic"]["modules"].items()}
-    mapped = {n.lstrip("\\"): m for n, m in hier["mapped"]["modules"].items()}
-    if top not in mapped or not own_area:
-        raise FlowError(f"yosys printed no per-module area for {top}; see {hier['log_path'].name}")
-    modules = {}
-    for name, m in mapped.items():
-        by_type = m["num_cells_by_type"]
-        children = {t: n for t, n in by_type.items() if t in mapped}
-        leaf_generic = {t: n for t, n in generic.get(name, {}).get("num_cells_by_type", {}).items()
-                        if t not in mapped}
-        modules[name] = {"area_um2": own_area.get(name, 0.0),
-                         "cells": sum(n for t, n in by_type.items() if t not in children),
-                         "flip_flops": _flops(leaf_generic), "children": children}
-    return modules
-
-
-_FIGURES = ("area_um2", "cells", "flip_flops")
-
-
-def breakdown_blocks(modules: dict[str, dict], top: str,
-                     paths: tuple[str, ...] | None = None) -> list[dict]:
-    """Blocks of a hierarchy (see :func:`hierarchy`) whose figures sum to the top's inclusive ones.
-
-    ``paths`` are instance paths below ``top`` (default: its children); each gets the figures of
-    its instance with all descendants.  Every ancestor of a listed block gets a ``"<path>
-    (rest)"`` entry (the top: ``"(top)"``) with its own cells and the children that neither are
-    listed nor contain a listed block.  Listed blocks come first, in the given order; then the
-    rest entries, innermost first.  A listed block that synthesis removed gets zeros.
-    """
-    def path(name):
-        return name[len(top) + 1:] if name != top else ""
-
-    @functools.cache
-    def inclusive(name) -> tuple:
-        m = modules[name]
-        return tuple(m[f] + sum(n * inclusive(c)[k] for c, n in m["children"].items())
-                     for k, f in enumerate(_FIGURES))
-
-    if paths is None:
-        paths = tuple(path(c) for c in modules[top]["children"])
-    listed = set(paths)
-
-    @functools.cache
-    def holds_listed(name) -> bool:
-        return any(path(c) in listed or holds_listed(c) for c in modules[name]["children"])
-
-    found, rests = {}, []
-
-    def visit(name):
-        own = [modules[name][f] for f in _FIGURES]
-        for child, n in modules[name]["children"].items():
-            if path(child) in listed:
-                found[path(child)] = [n * x for x in inclusive(child)]
-            elif holds_listed(child):
-                visit(child)
-            else:
-                own = [a + n * b for a, b in zip(own, inclusive(child))]
-        rests.append((f"{path(name)} (rest)" if name != top else "(top)", own))
-
-    visit(top)
-    entries = [(p, found.get(p, [0.0, 0, 0])) for p in paths] + rests
-    return [{"block": block, "area_um2": round(float(figures[0]), 6), "cells": int(figures[1]),
-             "flip_flops": int(figures[2])} for block, figures in entries]
-
-
-def _breakdown(top: str, hier: dict, paths) -> tuple[float, list[dict]]:
-    """The hierarchical total (yosys' figure for the top) and its blocks, checked to sum to it."""
-    total = re.findall(r"Chip area for top module '.*?':\s*([\d.]+)", hier["log"])
-    modules = hierarchy(top, hier)
-    blocks = breakdown_blocks(modules, top, paths)
-    total = float(total[-1]) if total else modules[top]["area_um2"]
-    summed = sum(b["area_um2"] for b in blocks)
-    if abs(summed - total) > 1e-6 * max(total, 1.0) + 1e-3:
-        raise FlowError(f"{top}: the breakdown's blocks sum to {summed:.3f} µm² but yosys reports "
-                        f"{total:.3f} µm² for the hierarchy; see {hier['log_path'].name}")
-    return total, blocks
 
 
 def breakdown_markdown(r: dict) -> str:
@@ -895,6 +734,5 @@ OpenSTA script:
 
 
 __all__ = ["tool_error", "NAND2_CELLS", "area", "markdown", "parse_sta", "yosys_script",
-           "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area", "module_names", "check_breakdown_paths",
-           "hierarchy", "breakdown_blocks", "breakdown_markdown", "block_label", "group_blocks",
-           "YosysPhases", "TIMES"]
+           "sta_script", "read_stat_json", "liberty_cell_areas", "nand2_area",
+           "breakdown_markdown", "TIMES"]
