@@ -14,6 +14,8 @@
 #   make test-full  the same suite at full effort: long random testbench runs and synthesis of
 #                   every unit at its paper configuration
 #   make bench      golden-model speed, cycle statistics, tensor-stats throughput
+#   make docs       the documentation's tables regenerated from the declarations (units,
+#                   fields, test configurations, ports); make test checks they are current
 #   make training   every number format trained on mlp, cnn and cnn-q4 (digits), the FPRaker
 #                   speedup on the captured training GEMMs, FAST's training time, the HBFP
 #                   error study; writes docs/training.md (about 35 minutes on 2 cores)
@@ -31,7 +33,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper timing test test-full bench training clean
+.PHONY: all setup debian demo paper timing test test-full bench training docs clean
 
 all: demo
 
@@ -81,6 +83,9 @@ test-full: setup
 
 bench: setup
 	$(VENV)/bin/trainfab bench
+
+docs: setup
+	$(VENV)/bin/trainfab docs
 
 TRAIN_MODELS := mlp cnn cnn-q4
 TRAIN_DIR := build/training

@@ -51,7 +51,7 @@ def test_comparison_ratios_counts_and_shares():
     share = Comparison(label="s", numerator="a", denominator="b", paper_ratio=1,
                               source="", denominator_count=7, share=True)
     assert share.ours(areas) == 0.3
-    text = report._ratio_section({"fast.converter": 30.0, "fast.array/cell": 10.0})
+    text = report.tables._ratio_section({"fast.converter": 30.0, "fast.array/cell": 10.0})
     assert "| converter share of converter + 16 x 16 fMAC array (256 cells) | 0.012 | 0.046 |" \
         in text
 

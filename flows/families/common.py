@@ -67,6 +67,13 @@ UNITS = (
                                  {"fmt": "fp16", "pipeline": 5})),
          synth=SynthPlan(small={"fmt": "bf16"}),
          showcase=Showcase(demo={"fmt": "bf16"})),
+    Unit(name="common.lfsr",
+         summary="LFSR bank: a 16-bit LFSR per lane, bits fresh random bits per lane and draw "
+                 "(the converters' stochastic rounding)",
+         config="LFSRConfig", component="LFSRBank",
+         tests=TestPlan(sizes={"quick": 200, "standard": 1000, "full": 20000},
+                        configs=({"lanes": 3, "bits": 5}, {"lanes": 1, "bits": 16})),
+         synth=SynthPlan(small={"lanes": 2})),
 )
 
 #: the configurations that close the shared blocks' timing (``trainfab timing``)

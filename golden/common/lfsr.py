@@ -9,10 +9,11 @@ is seeded ``(0xACE1 ^ 0x1F35 * i) & 0xFFFF``, non-zero for up to 64 lanes.
 """
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
-from .. import ConfigError
+from .. import ConfigError, check_int
 
 #: period of the 16-bit maximal-length LFSR
 PERIOD = (1 << 16) - 1
@@ -84,4 +85,32 @@ class LaneRNG:
         return (states >> (16 - self.bits)).astype(np.uint8 if self.bits <= 8 else np.uint16)
 
 
-__all__ = ["PERIOD", "MAX_LANES", "lfsr16_step", "lfsr_cycle", "lane_seeds", "LaneRNG"]
+@dataclass(frozen=True)
+class LFSRConfig:
+    """Configuration of the LFSR bank on its own (registry unit ``common.lfsr``): the random
+    source of FAST's converter and Equinox's quantizer.  The defaults are FAST's (16 lanes, 8
+    bits per draw).
+
+    The bank holds one LFSR per lane, seeded by :func:`lane_seeds`; in a cycle with ``en`` every
+    lane steps ``bits`` times; ``rand[i]`` always shows lane ``i``'s next draw, the
+    ``bits`` bits the steps shift in (:meth:`LaneRNG.draws`: draw ``k`` is shown after ``k``
+    enabled cycles).
+    """
+
+    #: lanes, each a 16-bit LFSR with its own seed (FAST's converter: 16), 1..64
+    lanes: int = 16
+    #: fresh bits per lane and draw, the steps unrolled into one cycle (FAST: 8; Equinox's
+    #: quantizer: 16), 1..16
+    bits: int = 8
+
+    def __post_init__(self):
+        check_int(self, "lanes", 1, MAX_LANES)
+        check_int(self, "bits", 1, 16)
+
+    def rng(self) -> "LaneRNG":
+        """The golden bank of this configuration, at its seeds."""
+        return LaneRNG(lanes=self.lanes, bits=self.bits)
+
+
+__all__ = ["PERIOD", "MAX_LANES", "lfsr16_step", "lfsr_cycle", "lane_seeds", "LaneRNG",
+           "LFSRConfig"]

@@ -1,6 +1,10 @@
-"""The LFSR bank's hardware step (twin of :mod:`golden.common.lfsr`)."""
+"""The LFSR bank's hardware step and the bank on its own (twin of :mod:`golden.common.lfsr`)."""
 
-from amaranth.hdl import Cat, Signal
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from golden.common.lfsr import LFSRConfig, lane_seeds
 
 
 def lfsr_steps(m, state, steps: int, name: str):
@@ -16,4 +20,35 @@ def lfsr_steps(m, state, steps: int, name: str):
     return s
 
 
-__all__ = ["lfsr_steps"]
+class LFSRBank(wiring.Component):
+    """``lanes`` 16-bit LFSRs (x^16 + x^14 + x^13 + x^11 + 1), lane ``i`` reset to
+    :func:`golden.common.lfsr.lane_seeds`'s seed ``i``.
+
+    ``rand[i]`` shows, combinationally, lane ``i``'s next draw: the ``bits`` bits that
+    ``bits`` steps of its LFSR shift in (:func:`lfsr_steps`); a cycle with ``en`` takes the
+    draw, and the lane's state becomes the stepped one at the clock edge.  After ``k`` enabled
+    cycles ``rand`` is the golden :class:`~golden.common.lfsr.LaneRNG`'s draw ``k``.  One draw
+    per cycle at most; the steps are unrolled, so the critical path grows with ``bits``.
+
+    Parameters
+    ----------
+    cfg : golden.common.lfsr.LFSRConfig
+    """
+
+    def __init__(self, cfg: LFSRConfig = LFSRConfig()):
+        self.cfg = cfg
+        super().__init__({"en": In(1), "rand": Out(cfg.bits).array(cfg.lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        for i, seed in enumerate(lane_seeds(cfg.lanes)):
+            state = Signal(16, name=f"state{i}", init=seed)
+            stepped = lfsr_steps(m, state, cfg.bits, f"lane{i}")
+            m.d.comb += self.rand[i].eq(stepped[16 - cfg.bits:])
+            with m.If(self.en):
+                m.d.sync += state.eq(stepped)
+        return m
+
+
+__all__ = ["lfsr_steps", "LFSRBank"]
