@@ -12,6 +12,12 @@ from ..declare import (Bench, ClockTarget, Comparison, OwnClock, Part, Showcase,
 
 ORDER = 10
 
+#: the base-delta compression units' random cases, test configurations and synthesis
+_BDC_SIZES = {"quick": 40, "standard": 600, "full": 5000}
+_BDC_TESTS = TestPlan(sizes=_BDC_SIZES,
+                      configs=({"group": 5, "word": 19}, {"group": 2, "word": 64}))
+_BDC_SYNTH = SynthPlan(small={"group": 4})
+
 UNITS = (
     Unit(name="fpraker.encoder",
          summary="FPRaker term encoder: bf16 significands to signed power-of-two terms",
@@ -69,22 +75,17 @@ UNITS = (
          summary="FPRaker base-delta compression encoder: a bf16 value per cycle to packed "
                  "words (double-buffered groups)",
          config="BDCConfig", component="BDCEncoder", preset="fpraker-paper",
-         tests=TestPlan(sizes={"quick": 40, "standard": 600, "full": 5000},
-                        configs=({"group": 5, "word": 19}, {"group": 2, "word": 64})),
-         synth=SynthPlan(small={"group": 4})),
+         tests=_BDC_TESTS, synth=_BDC_SYNTH),
     Unit(name="fpraker.bdc_decoder",
          summary="FPRaker base-delta compression decoder: packed words to a bf16 value per "
                  "cycle, sticky stream error",
          config="BDCConfig", component="BDCDecoder", preset="fpraker-paper",
-         tests=TestPlan(sizes={"quick": 40, "standard": 600, "full": 5000},
-                        configs=({"group": 5, "word": 19}, {"group": 2, "word": 64})),
-         synth=SynthPlan(small={"group": 4})),
+         tests=_BDC_TESTS, synth=_BDC_SYNTH),
     Unit(name="fpraker.bdc_loopback",
          summary="FPRaker BDC encoder feeding a decoder (end-to-end check)",
          config="BDCConfig", component="BDCLoopback", preset="fpraker-paper",
-         tests=TestPlan(sizes={"quick": 40, "standard": 600, "full": 5000},
-                        configs=({"group": 7, "word": 24},)),
-         synth=SynthPlan(small={"group": 4})),
+         tests=TestPlan(sizes=_BDC_SIZES, configs=({"group": 7, "word": 24},)),
+         synth=_BDC_SYNTH),
 )
 
 PARTS = (

@@ -56,13 +56,9 @@ def bdc_stats(path, *, group: int = 32, progress=None) -> dict:
     def measure(tensor, chunk, k):
         return footprint(chunk if tensor.fmt == "bf16" else fp32_to_bf16_rne(chunk), cfg)
 
-    rows, total, seconds = tensors.footprint_rows(
-        path, lambda tensor: size, measure, _row, _ADDITIVE, ("header_groups",), progress)
-    total = _with_ratios(total)
-    values = total["values"]
-    return {"file": str(path), "group": group, "tensors": rows, "total": total,
-            "seconds": round(seconds, 3),
-            "values_per_second": round(values / seconds) if seconds > 0 else None}
+    return {"file": str(path), "group": group, **tensors.footprint_rows(
+        path, lambda tensor: size, measure, _row, _ADDITIVE, ("header_groups",), _with_ratios,
+        progress)}
 
 
 def _row(tensor, fp) -> dict:
@@ -101,12 +97,7 @@ def bdc_markdown(s: dict) -> str:
     lines = [f"# FPRaker base-delta compression of {s['file']} (groups of {s['group']})", "",
              "Stream bits per tensor (spec §7: per group 3 + 8 + 8 n + (n - 1) δ bits, δ = 8 "
              "for the escape); FP32 tensors are rounded to bfloat16 first.", "", head]
-    lines += [line(r) for r in s["tensors"]]
-    if s["total"] and len(s["tensors"]) > 1:
-        lines.append(line(s["total"]))
-    rate = s["values_per_second"]
-    lines += ["", f"{s['total']['values'] if s['total'] else 0} values in {s['seconds']} s"
-              + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
+    lines += tensors.report_rows(s, line)
     return "\n".join(lines) + "\n"
 
 

@@ -5,8 +5,6 @@ from .. import FlowError
 from . import tensors
 
 
-
-
 def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lanes: int = 8,
                 progress=None) -> dict:
     """Footprint of every tensor of a file under mantissa truncation and Gecko compression.
@@ -41,15 +39,11 @@ def gecko_stats(path, *, man_width: int | None = None, sign_en: bool = True, lan
         config(tensor)  # a tensor the codec cannot take stops the run before it is read
         return size
 
-    rows_out, total, seconds = tensors.footprint_rows(
-        path, chunk_size, measure,
-        lambda tensor, fp: _stats_row(tensor, config(tensor), fp), _ADDITIVE, ("width_rows",),
-        progress)
-    total = _with_ratios(total)
-    values = total["values"]
     return {"file": str(path), "man_width": man_width, "sign_en": sign_en, "lanes": lanes,
-            "tensors": rows_out, "total": total, "seconds": round(seconds, 3),
-            "values_per_second": round(values / seconds) if seconds > 0 else None}
+            **tensors.footprint_rows(
+                path, chunk_size, measure,
+                lambda tensor, fp: _stats_row(tensor, config(tensor), fp), _ADDITIVE,
+                ("width_rows",), _with_ratios, progress)}
 
 
 _ADDITIVE = ("values", "fp32_bits", "truncated_bits", "gecko_bits", "paper_bits", "rows")
@@ -97,12 +91,7 @@ def stats_markdown(s: dict) -> str:
     mw = "full mantissa" if s["man_width"] is None else f"man_width={s['man_width']}"
     lines = [f"# Gecko footprint of {s['file']} ({mw}, sign_en={s['sign_en']}, "
              f"{s['lanes']} lanes)", "", "Bits, with the ratio to FP32 in brackets.", "", head]
-    lines += [line(r) for r in s["tensors"]]
-    if s["total"] and len(s["tensors"]) > 1:
-        lines.append(line(s["total"]))
-    rate = s["values_per_second"]
-    lines += ["", f"{s['total']['values'] if s['total'] else 0} values in {s['seconds']} s"
-              + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
+    lines += tensors.report_rows(s, line)
     return "\n".join(lines) + "\n"
 
 

@@ -449,14 +449,15 @@ def read_tensors(path) -> list[Tensor]:
     return readers[path.suffix](path)
 
 
-def footprint_rows(path, chunk_size, measure, make_row, additive, lists, progress=None):
+def footprint_rows(path, chunk_size, measure, make_row, additive, lists, finish, progress=None):
     """The per-tensor loop every footprint analysis shares: each tensor of the file ``path``
     streamed in chunks of ``chunk_size`` values, ``measure(tensor, chunk, k)`` giving chunk
     ``k``'s footprint (footprints add with ``+``), ``make_row(tensor, footprint or None)`` the
     tensor's row; the rows summed into a ``total`` row (:func:`sum_rows` of the ``additive``
     counts and the element-wise ``lists``).  ``progress(name, done, total)`` per chunk.
-    Returns ``(rows, total, seconds)``; a file whose tensors hold no values is a
-    :class:`~flows.FlowError` (ratios of nothing would read as 0)."""
+    ``finish(row)`` completes the total row (its ratios).  Returns the result's common part,
+    ``{"tensors": rows, "total": total, "seconds", "values_per_second"}``; a file whose tensors
+    hold no values is a :class:`~flows.FlowError` (ratios of nothing would read as 0)."""
     import time
 
     start = time.monotonic()
@@ -476,7 +477,22 @@ def footprint_rows(path, chunk_size, measure, make_row, additive, lists, progres
         shapes = ", ".join(f"{r['name']} {tuple(r['shape'])}" for r in rows[:4])
         raise FlowError(f"{path}: no values to measure: every tensor is empty ({shapes}"
                         f"{', …' if len(rows) > 4 else ''})")
-    return rows, total, time.monotonic() - start
+    seconds = time.monotonic() - start
+    total = finish(total)
+    return {"tensors": rows, "total": total, "seconds": round(seconds, 3),
+            "values_per_second": round(total["values"] / seconds) if seconds > 0 else None}
+
+
+def report_rows(result: dict, line) -> list[str]:
+    """The table rows and closing line of a footprint report: ``line(row)`` per tensor, the
+    total's when there are several tensors, and the values measured per minute."""
+    lines = [line(r) for r in result["tensors"]]
+    if result["total"] and len(result["tensors"]) > 1:
+        lines.append(line(result["total"]))
+    rate = result["values_per_second"]
+    values = result["total"]["values"] if result["total"] else 0
+    return lines + ["", f"{values} values in {result['seconds']} s"
+                    + (f" ({rate * 60 / 1e6:.0f} million values per minute)" if rate else "")]
 
 
 def sum_rows(a: dict, b: dict, additive, lists=()) -> dict:
@@ -514,5 +530,5 @@ def write_safetensors(path, tensors: dict[str, np.ndarray], bf16: tuple = ()) ->
             f.write(raw)
 
 
-__all__ = ["CHUNK_ROWS", "Tensor", "read_tensors", "write_safetensors",
+__all__ = ["CHUNK_ROWS", "Tensor", "read_tensors", "write_safetensors", "report_rows",
            "footprint_rows", "sum_rows"]

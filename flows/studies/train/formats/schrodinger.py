@@ -98,6 +98,8 @@ BIT_LR_MAX = 5.0
 BITWAVE_HISTORY = 8
 #: BitWave dead-zone threshold T on the loss slope per batch (see :class:`BitWaveFormat`)
 BITWAVE_THRESHOLD = 0.01
+#: Gecko's exponent compression ratios in the paper, per kind of stashed tensor
+PAPER_GECKO_EXPONENT_RATIO = {"weight": 0.60, "activation": 0.38}
 
 # spawn key of the format's own random stream: independent of the engine's initialization and
 # data-order streams drawn from the same run seed
@@ -336,7 +338,7 @@ class Schrodinger(_StashFormat):
         "geomean": {"QM+QE": 4.74, "QM+QE+G": 5.64},
         "resnet18": {"QM": 11.91, "QE": 2.322, "QE+G": 3.649, "QM+QE": 5.857,
                      "QM+QE+G": 7.599},
-        "gecko_exponent_ratio": {"weight": 0.60, "activation": 0.38},
+        "gecko_exponent_ratio": PAPER_GECKO_EXPONENT_RATIO,
         "accuracy": "within 0.5 points of FP32",
     }
 
@@ -525,7 +527,7 @@ class BitWaveFormat(_StashFormat):
         "geomean": {"BWM+BWE": 3.19, "BWM+BWE+G": 4.56},
         "resnet18": {"BWM": 6.961, "BWE": 1.193, "BWE+G": 3.235, "BWM+BWE": 3.197,
                      "BWM+BWE+G": 5.539},
-        "gecko_exponent_ratio": {"weight": 0.60, "activation": 0.38},
+        "gecko_exponent_ratio": PAPER_GECKO_EXPONENT_RATIO,
         "accuracy": "within 0.1 points of FP32",
     }
 
