@@ -30,7 +30,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018
+DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018 dataset-fashion-mnist
 JOBS ?= 2
 
 .PHONY: all setup debian demo paper timing test test-full bench training docs clean

@@ -25,9 +25,11 @@ def add_arguments(p) -> None:
     p.add_argument("-j", "--jobs", type=bounded(int, *train_run.JOBS_RANGE), default=2,
                    help=f"formats trained at once, one process each, "
                         f"{span(train_run.JOBS_RANGE)} (default 2)")
-    p.add_argument("--dataset", metavar="FILE.npz",
-                   help="a dataset: x (N,C,H,W) or (N,F) floats, y integer labels "
-                        "(default: scikit-learn's digits, split 80/20 by the seed)")
+    p.add_argument("--dataset", metavar="SET",
+                   help="digits (default: scikit-learn's 8x8 digits, split 80/20 by the seed), "
+                        "fashion-mnist (Debian's dataset-fashion-mnist, the official split), "
+                        "a folder of the four IDX files, or FILE.npz: x (N,C,H,W) or (N,F) "
+                        "floats, y integer labels")
     p.add_argument("--limit", type=bounded(int, *train_run.LIMIT_RANGE), default=None,
                    metavar="N", help="keep N samples of the shuffled dataset (quick runs), "
                                      f"{span(train_run.LIMIT_RANGE)}")

@@ -3,7 +3,7 @@
 Usage::
 
     trainfab train [--model mlp|cnn|cnn-q4] [--formats fp32,bf16,...|all] [--epochs N] [--seed S]
-                   [-j N] [--dataset FILE.npz] [--capture DIR] [-o DIR]
+                   [-j N] [--dataset SET] [--capture DIR] [-o DIR]
 
 Every format trains the same model from the same initial weights on the same data order (one
 seed): the only difference between two runs is the arithmetic of their GEMMs and the storage of
@@ -91,7 +91,7 @@ class TrainOptions:
     seed: int = 0
     #: parallel processes
     jobs: int = 2
-    #: a user's ``.npz`` dataset (None: scikit-learn's digits)
+    #: the data set: digits (None), fashion-mnist, a folder of IDX files or an ``.npz`` file
     dataset: str | None = None
     #: capture folder (None: no capture)
     capture: str | None = None
