@@ -301,10 +301,9 @@ def _check_T(T) -> int:
     return _check_int("T", T, 1, 1 << 20)
 
 
-def quantize_activations(X, T: int, m: int = 8, rounding: str = "floor", rand=None,
-                         rbits: int = 16):
-    """Activations ``X`` (``B x K``) as BFP row segments of ``T`` (A8; ``K`` zero-padded to a
-    multiple of ``T``): ``e`` of shape ``(B, K/T)``, ``M`` of shape ``(B, K/T, T)``."""
+def activation_blocks(X, T: int) -> np.ndarray:
+    """Activations ``X`` (``B x K``, FP32) as row segments of ``T``: ``(B, K/T, T)``, ``K``
+    zero-padded to a multiple of ``T`` (A8)."""
     T = _check_T(T)
     X = np.asarray(X, dtype=np.float32)
     if X.ndim != 2:
@@ -313,14 +312,12 @@ def quantize_activations(X, T: int, m: int = 8, rounding: str = "floor", rand=No
     kt = -(-K // T)
     Xp = np.zeros((B, kt * T), dtype=np.float32)
     Xp[:, :K] = X
-    R = None if rand is None else np.asarray(rand).reshape(B, kt, T)
-    return bfp_quantize(Xp.reshape(B, kt, T), m, rounding, R, rbits)
+    return Xp.reshape(B, kt, T)
 
 
-def quantize_weights(Wt, T: int, m: int = 8, rounding: str = "floor", rand=None,
-                     rbits: int = 16):
-    """Weights ``Wt`` (``K x N``) as BFP ``T x T`` tiles (A8; both sides zero-padded): ``e`` of
-    shape ``(K/T, N/T)``, ``M`` of shape ``(K/T * T, N/T * T)`` (the padded matrix)."""
+def weight_tiles(Wt, T: int) -> np.ndarray:
+    """Weights ``Wt`` (``K x N``, FP32) as ``T x T`` tiles, both sides zero-padded (A8):
+    ``(K/T, N/T, T*T)``, each tile row-major; :func:`weight_untile` puts them back."""
     T = _check_T(T)
     W = np.asarray(Wt, dtype=np.float32)
     if W.ndim != 2:
@@ -329,11 +326,32 @@ def quantize_weights(Wt, T: int, m: int = 8, rounding: str = "floor", rand=None,
     kt, nt = -(-K // T), -(-N // T)
     Wp = np.zeros((kt * T, nt * T), dtype=np.float32)
     Wp[:K, :N] = W
-    tiles = Wp.reshape(kt, T, nt, T).transpose(0, 2, 1, 3).reshape(kt, nt, T * T)
-    R = None if rand is None else np.asarray(rand).reshape(kt, nt, T * T)
+    return Wp.reshape(kt, T, nt, T).transpose(0, 2, 1, 3).reshape(kt, nt, T * T)
+
+
+def weight_untile(M, T: int) -> np.ndarray:
+    """Tile mantissas ``(K/T, N/T, T*T)`` as the padded matrix ``(K/T * T, N/T * T)``."""
+    kt, nt, _ = M.shape
+    return M.reshape(kt, nt, T, T).transpose(0, 2, 1, 3).reshape(kt * T, nt * T)
+
+
+def quantize_activations(X, T: int, m: int = 8, rounding: str = "floor", rand=None,
+                         rbits: int = 16):
+    """Activations ``X`` (``B x K``) as BFP row segments of ``T`` (A8; ``K`` zero-padded to a
+    multiple of ``T``): ``e`` of shape ``(B, K/T)``, ``M`` of shape ``(B, K/T, T)``."""
+    blocks = activation_blocks(X, T)
+    R = None if rand is None else np.asarray(rand).reshape(blocks.shape)
+    return bfp_quantize(blocks, m, rounding, R, rbits)
+
+
+def quantize_weights(Wt, T: int, m: int = 8, rounding: str = "floor", rand=None,
+                     rbits: int = 16):
+    """Weights ``Wt`` (``K x N``) as BFP ``T x T`` tiles (A8; both sides zero-padded): ``e`` of
+    shape ``(K/T, N/T)``, ``M`` of shape ``(K/T * T, N/T * T)`` (the padded matrix)."""
+    tiles = weight_tiles(Wt, T)
+    R = None if rand is None else np.asarray(rand).reshape(tiles.shape)
     e, M = bfp_quantize(tiles, m, rounding, R, rbits)
-    M = M.reshape(kt, nt, T, T).transpose(0, 2, 1, 3).reshape(kt * T, nt * T)
-    return e, M
+    return e, weight_untile(M, T)
 
 
 def hbfp_matmul(X, Wt, T: int, m: int = 8, A: int = 24, rounding: str = "floor"):
@@ -417,6 +435,7 @@ def weight_update(e, M_wide, delta, wide: int = 16, rounding: str = "floor"):
 
 __all__ = ["ROUNDINGS", "HBFPInputError", "exp_offset", "f32_to_bf16", "bf16_to_f32", "bf16_add",
            "quant_config", "bfp_quantize", "bfp_dequantize", "wrap", "bfp_dot",
-           "normalizer_config", "acc_to_bf16", "quantize_activations", "quantize_weights",
+           "normalizer_config", "acc_to_bf16", "activation_blocks", "weight_tiles",
+           "weight_untile", "quantize_activations", "quantize_weights",
            "hbfp_matmul", "tile_partials", "hbfp_matmul_quantized", "weight_store",
            "weight_narrow", "weight_update"]

@@ -2,7 +2,8 @@
 results, wide BFP weight storage.
 
 Every GEMM of the three training phases is :func:`golden.equinox.hbfp.hbfp_matmul`, the Equinox
-datapath: the left operand ``x`` is quantized per row segment of ``T`` values (one shared 8-bit
+datapath, computed by its compiled kernel :func:`golden.equinox.hbfp_kernel.hbfp_matmul_fast`
+(the same bits): the left operand ``x`` is quantized per row segment of ``T`` values (one shared 8-bit
 exponent, ``m``-bit two's complement mantissas), the right operand ``y`` per ``T x T`` tile, both
 with ``floor`` rounding (the Equinox quantizer's "aligning, and truncating"); each K-tile's
 integer dot products go through an ``A``-bit accumulator and the normalizer to bfloat16, and the
@@ -44,7 +45,9 @@ import numpy as np
 
 from golden.common import bf16_to_float
 from golden.equinox import ArrayConfig
-from golden.equinox.hbfp import HBFPInputError, bfp_dequantize, hbfp_matmul, weight_store
+from golden.equinox.hbfp import (HBFPInputError, bfp_dequantize, weight_store, weight_tiles,
+                                 weight_untile)
+from golden.equinox.hbfp_kernel import hbfp_matmul_fast
 
 from .base import Format
 
@@ -87,14 +90,8 @@ def store_tiles(w: np.ndarray, T: int = T, wide: int = WIDE) -> np.ndarray:
     numpy.ndarray
         (K, M) float32.
     """
-    w = np.asarray(w, dtype=np.float32)
-    K, M = w.shape
-    kt, mt = -(-K // T), -(-M // T)
-    wp = np.zeros((kt * T, mt * T), dtype=np.float32)
-    wp[:K, :M] = w
-    tiles = wp.reshape(kt, T, mt, T).transpose(0, 2, 1, 3).reshape(kt, mt, T * T)
-    v = bfp_dequantize(*weight_store(tiles, wide), wide)
-    v = v.reshape(kt, mt, T, T).transpose(0, 2, 1, 3).reshape(kt * T, mt * T)
+    K, M = np.shape(w)
+    v = weight_untile(bfp_dequantize(*weight_store(weight_tiles(w, T), wide), wide), T)
     return v[:K, :M].astype(np.float32)
 
 
@@ -113,7 +110,7 @@ class HBFP(Format):
 
     def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
         try:
-            bits = hbfp_matmul(x, y, self.T, self.m, self.A)
+            bits = hbfp_matmul_fast(x, y, self.T, self.m, self.A)
         except HBFPInputError:
             if np.isfinite(x).all() and np.isfinite(y).all():
                 raise
