@@ -2,7 +2,8 @@
 mantissa widths chosen per layer, tensor and iteration.
 
 Every GEMM of the three training phases is the golden FAST GEMM
-(:func:`golden.fast.numerics.bfp_gemm`): both operands are cut into groups of 16 along the
+(:func:`golden.fast.numerics.bfp_gemm`), computed by its compiled kernels
+(:mod:`golden.fast.gemm_kernel`: the same groups, draws and bits): both operands are cut into groups of 16 along the
 reduction (zero-padded), each group gets a shared 8-bit exponent and per element a sign and an
 ``m``-bit magnitude (``m`` = 2 or 4); weights and activations are truncated, the output gradient
 ``G`` is stochastically rounded (8 random bits per element from the converter's per-lane LFSRs,
@@ -75,13 +76,12 @@ from golden.fast.numerics import (
     Quantized,
     choose_m,
     epsilon,
-    gemm_quantized,
-    quantize_operands,
     rel_improvement,
     rounds,
     to_m2,
 )
 from golden.fast.numerics import G as GROUP
+from golden.fast.gemm_kernel import gemm_quantized_fast, quantize_operands_fast
 
 from .base import PHASES, Format, RunInfo
 
@@ -216,7 +216,7 @@ class FAST(Format):
             if self.training:
                 self._step[layer]["nonfinite"] = True
             return np.full((x.shape[0], y.shape[1]), np.nan, dtype=np.float32)
-        xq, yq = quantize_operands(x, y, 4, 4, phase, rng=self.rng)
+        xq, yq = quantize_operands_fast(x, y, 4, 4, phase, rng=self.rng)
         if not self.training:
             if phase != "fwd":
                 raise FastFormatError(f"fast: a '{phase}' GEMM of layer '{layer}' outside a "
@@ -249,7 +249,8 @@ class FAST(Format):
         return self._gemm(xq, yq, mx, my, phase)
 
     def _gemm(self, xq, yq, mx, my, phase):
-        bits = gemm_quantized(narrow(xq, mx), narrow(yq, my), phase, self.fmac_mode, ARRAY)
+        bits = gemm_quantized_fast(narrow(xq, mx), narrow(yq, my), phase, self.fmac_mode,
+                                   ARRAY)
         return bits.view(np.float32)
 
     def end_step(self, loss: float) -> None:
