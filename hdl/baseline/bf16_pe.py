@@ -253,11 +253,7 @@ class BF16PE(wiring.Component):
         m = Module()
         L = cfg.lanes
         grp = self.grp
-        m.d.comb += grp.ready.eq(1)
-
-        prods = m.submodules.products = Products(L)
-        m.d.comb += [prods.a[i].eq(grp.payload.a[i]) for i in range(L)]
-        m.d.comb += [prods.b[i].eq(grp.payload.b[i]) for i in range(L)]
+        prods = self._products(m)
 
         accu = m.submodules.accumulator = Accumulator(cfg)
         wiring.connect(m, accu.acc, wiring.flipped(self.acc))
@@ -278,6 +274,16 @@ class BF16PE(wiring.Component):
         m.d.comb += [accu.E.eq(xp.E), accu.addend.eq(al.sum)]
         return m
 
+    def _products(self, m) -> Products:
+        """The ``products`` block on the offered group's operands (``grp`` is always ready)."""
+        L = self.cfg.lanes
+        grp = self.grp
+        m.d.comb += grp.ready.eq(1)
+        prods = m.submodules.products = Products(L)
+        m.d.comb += [prods.a[i].eq(grp.payload.a[i]) for i in range(L)]
+        m.d.comb += [prods.b[i].eq(grp.payload.b[i]) for i in range(L)]
+        return prods
+
     def _staged(self):
         """The PE with register stages at the cut points of ``CUTS[cfg.pipeline]``."""
         cfg = self.cfg
@@ -285,11 +291,7 @@ class BF16PE(wiring.Component):
         m = Module()
         L = cfg.lanes
         grp = self.grp
-        m.d.comb += grp.ready.eq(1)
-
-        prods = m.submodules.products = Products(L)
-        m.d.comb += [prods.a[i].eq(grp.payload.a[i]) for i in range(L)]
-        m.d.comb += [prods.b[i].eq(grp.payload.b[i]) for i in range(L)]
+        prods = self._products(m)
         lanes = {**{f"prod{i}": prods.prod[i] for i in range(L)},
                  **{f"abe{i}": prods.abe[i] for i in range(L)},
                  "neg": prods.neg, "act": prods.act,

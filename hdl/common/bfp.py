@@ -18,6 +18,9 @@ two steps:
    block (:class:`~.rounding.Round`, the golden quantizer's own configuration): a clamped
    shifter with the rounding increment and saturation.
 
+:class:`BlockConverter` is the units' component: their ports, and the two steps on them
+between the unit's input stream and its own output logic.
+
 Stochastic rounding takes the noise inside the rounding block when its mode is ``"sr"`` (the
 noise window under the LSB is added before it is dropped) and otherwise after it: the block
 rounds (floor) to ``noise_bits`` more bits than the mantissa, the noise is added and shifted
@@ -55,8 +58,8 @@ the datapath), in the same position relative to the block's output as without cu
 import dataclasses
 from typing import NamedTuple
 
-from amaranth.hdl import Cat, Const, EnableInserter, Mux, Signal, signed, unsigned
-from amaranth.lib import stream
+from amaranth.hdl import Cat, Const, EnableInserter, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from golden.common.formats import format_named
@@ -70,14 +73,6 @@ from .rounding import Round
 
 #: the points a register stage can cut (see the module docstring)
 CUT_POINTS = ("tree", "difference", "normalize", "increment")
-
-
-def signature(in_layout, out_layout) -> dict:
-    """The ports of a block converter: the input stream ``i`` (payload ``in_layout``), the
-    output stream ``o`` (``out_layout``) and ``error``, sticky: a block with an Inf or NaN value
-    was accepted (its output is unspecified)."""
-    return {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout)),
-            "error": Out(1)}
 
 
 class Front(NamedTuple):
@@ -280,4 +275,49 @@ class BFPPipeline:
         return Mantissas(side["valid"], side["es"], side["sign"], out)
 
 
-__all__ = ["BFPPipeline", "CUT_POINTS", "Front", "Mantissas", "signature"]
+class BlockConverter(wiring.Component):
+    """A block converter unit on a :class:`BFPPipeline` (FAST's converter, Equinox's
+    quantizer): the configuration ``cfg`` and the ports below, the payloads of the unit's
+    ``input_layout(cfg)`` (the block's values in ``x``) and ``output_layout(cfg)``.
+
+    :meth:`elaborate` builds the unit's pipeline (:meth:`pipeline`) on the ports: the advance
+    signal (:meth:`BFPPipeline.enable`, also ``i.ready``), stage 1 on ``i``
+    (:meth:`BFPPipeline.front`, with the unit's noise inputs) setting ``error``, stage 2
+    (:meth:`BFPPipeline.mantissas`), then the unit's own logic from stage 2 to ``o``'s
+    registers (:meth:`output`).
+
+    Ports
+    -----
+    i : In(stream of ``input_layout(cfg)``)
+    o : Out(stream of ``output_layout(cfg)``)
+    error : Out(1)
+        Sticky: a block with an Inf or NaN value was accepted (its output is unspecified); set
+        ``pipeline`` advances after the cycle after the block is taken.
+    """
+
+    def __init__(self, cfg, input_layout, output_layout):
+        self.cfg = cfg
+        super().__init__({"i": In(stream.Signature(input_layout(cfg))),
+                          "o": Out(stream.Signature(output_layout(cfg))), "error": Out(1)})
+
+    def pipeline(self) -> tuple:
+        """The unit's :class:`BFPPipeline` and the keyword arguments of its
+        :meth:`~BFPPipeline.front` besides the block (``floor``, ``noise_en``, ``inject``,
+        ``rand``: fields of ``i.payload``)."""
+        raise NotImplementedError
+
+    def output(self, m, s2: Mantissas, en) -> None:
+        """The unit's logic from stage 2's outputs ``s2`` to ``o.valid`` and ``o.payload``
+        (registers advancing with ``en``; ``o``'s are the pipeline's last stage)."""
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        bfp, noise = self.pipeline()
+        en = bfp.enable(m, self.i, self.o)
+        s1 = bfp.front(m, self.i.payload.x, self.i.valid, en, self.error, **noise)
+        self.output(m, bfp.mantissas(m, s1, en), en)
+        return m
+
+
+__all__ = ["BFPPipeline", "BlockConverter", "CUT_POINTS", "Front", "Mantissas"]

@@ -39,14 +39,13 @@ NaN sets ``error`` ``pipeline`` advances after the cycle after it is taken
 (:class:`golden.equinox.QuantizerSim`, the cycle model).
 """
 
-from amaranth.hdl import Module
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from golden.common.lfsr import lane_seeds
 from golden.equinox.quantizer import QuantizerConfig
 from golden.equinox.hbfp import quant_config
 
-from ..common.bfp import BFPPipeline, signature
+from ..common.bfp import BFPPipeline, BlockConverter
 from ..common.formats import layout
 
 #: cut points of each pipeline depth (see the module docstring)
@@ -69,7 +68,7 @@ def output_layout(cfg: QuantizerConfig) -> data.StructLayout:
     return layout(cfg.out_format)
 
 
-class Quantizer(wiring.Component):
+class Quantizer(BlockConverter):
     """FP32/bf16 → hbfp block quantizer: one block of ``w`` values per cycle.
 
     Latency: an accepted block appears on ``o`` ``2 + cfg.pipeline`` cycles later (stages in
@@ -84,44 +83,35 @@ class Quantizer(wiring.Component):
 
     Ports
     -----
-    i : In(stream of :func:`input_layout`)
-    o : Out(stream of :func:`output_layout`)
-    error : Out(1)
-        Sticky: a block with an Inf or NaN value was accepted (its output is unspecified); set
-        ``pipeline`` advances after the cycle after the block is taken.
+    i, o, error
+        As :class:`hdl.common.bfp.BlockConverter`: streams of :func:`input_layout` and
+        :func:`output_layout`, the sticky Inf/NaN flag.
     """
 
     def __init__(self, cfg: QuantizerConfig = QuantizerConfig()):
-        self.cfg = cfg
-        super().__init__(signature(input_layout(cfg), output_layout(cfg)))
+        super().__init__(cfg, input_layout, output_layout)
 
-    def elaborate(self, platform):
+    def pipeline(self):
+        """Stage 1: decode, exponent tree, noise (injected with ``rand_en``), LFSRs, error (with
+        the tree cut: two stages); stage 2: exponent difference, the rounding block per lane
+        (the difference, normalize and increment cuts add stages)."""
         cfg = self.cfg
-        m = Module()
-        w = cfg.w
         stoch = cfg.rounding == "stoch"
         rbits = cfg.rbits if stoch else 0
         p = self.i.payload
         # the 24-bit significand of FP32 (bf16's 8 bits sit at its top): value / LSB =
         # sig * 2**(E - Es - (25 - m)) (golden.equinox.hbfp.quant_config)
-        bfp = BFPPipeline(w, cfg.in_format, quant_config(cfg.m, cfg.rounding, rbits),
-                          noise_bits=rbits, seeds=lane_seeds(w) if stoch else (),
+        bfp = BFPPipeline(cfg.w, cfg.in_format, quant_config(cfg.m, cfg.rounding, rbits),
+                          noise_bits=rbits, seeds=lane_seeds(cfg.w) if stoch else (),
                           cuts=CUTS[cfg.pipeline])
-        en = bfp.enable(m, self.i, self.o)
+        return bfp, ({"inject": p.rand_en, "rand": p.rand} if stoch else {})
 
-        # ---- stage 1: decode, exponent tree, noise, LFSRs, error (with the tree cut: two
-        #      stages)
-        s1 = bfp.front(m, p.x, self.i.valid, en, self.error,
-                       inject=p.rand_en if stoch else None, rand=p.rand if stoch else None)
-
-        # ---- stage 2: exponent difference, the rounding block per lane, output register (the
-        #      difference, normalize and increment cuts add stages)
-        s2 = bfp.mantissas(m, s1, en)
+    def output(self, m, s2, en):
+        """Stage 2's output register: the shared exponent and the mantissas."""
         o = self.o.payload
         with m.If(en):
             m.d.sync += [self.o.valid.eq(s2.valid), o.exp.eq(s2.es)]
-            m.d.sync += [o.man[j].eq(s2.man[j]) for j in range(w)]
-        return m
+            m.d.sync += [o.man[j].eq(s2.man[j]) for j in range(self.cfg.w)]
 
 
 __all__ = ["Quantizer", "input_layout", "output_layout"]

@@ -37,15 +37,15 @@ NaN sets ``error`` ``pipeline`` advances after the cycle after it is taken
 (:class:`golden.fast.numerics.ConverterSim`, the cycle model).
 """
 
-from amaranth.hdl import Module, Signal, signed, unsigned
-from amaranth.lib import data, wiring
+from amaranth.hdl import Signal, signed, unsigned
+from amaranth.lib import data
 from amaranth.utils import bits_for
 
 from golden.common import FP32
 from golden.fast.numerics import SR_BITS, ConverterConfig, _quant_config, lane_seeds
 
 from ..common.arith import adder_tree
-from ..common.bfp import BFPPipeline, signature
+from ..common.bfp import BFPPipeline, BlockConverter
 from ..common.formats import layout
 
 #: width of the chunk exponents (``Es - 2c`` may go below 0, spec §4.3)
@@ -82,7 +82,7 @@ def output_layout(cfg: ConverterConfig) -> data.StructLayout:
     })
 
 
-class Converter(wiring.Component):
+class Converter(BlockConverter):
     """FP32 → BFP converter: one group of ``group`` FP32 values per cycle (spec §3).
 
     Latency: an accepted group appears on ``o`` ``3 + cfg.pipeline`` cycles later (the output
@@ -104,36 +104,35 @@ class Converter(wiring.Component):
         ``es``, ``sign``, ``q``, ``chunk_exp`` (``es - 2c``), ``num`` = sum of ``q & 3``,
         ``den`` = sum of ``q >> 2``.
     error : Out(1)
-        Sticky: a group with an Inf or NaN value was accepted (its output is unspecified); set
-        ``pipeline`` advances after the cycle after the group is taken.
+        As :class:`hdl.common.bfp.BlockConverter` (a group is a block).
     """
 
     def __init__(self, cfg: ConverterConfig = ConverterConfig()):
-        self.cfg = cfg
-        super().__init__(signature(input_layout(cfg), output_layout(cfg)))
+        super().__init__(cfg, input_layout, output_layout)
 
-    def elaborate(self, platform):
+    def pipeline(self):
+        """Stage 1: decode, exponent tree with the floor, noise for gradient groups, error (with
+        the tree cut: two stages); stage 2: Es - E, shift, SR add, saturate (the rounding block
+        per lane; the difference, normalize and increment cuts add stages)."""
         cfg = self.cfg
-        m = Module()
-        g = cfg.group
         p = self.i.payload
         # value / LSB = sig * 2**(m - 1 - (Es - E) - 23): the golden quantizer's rounding block
-        bfp = BFPPipeline(g, FP32, _quant_config(cfg.m, "sr"), exp_offset=cfg.m - 1,
-                          noise_bits=SR_BITS, seeds=lane_seeds(g), cuts=CUTS[cfg.pipeline])
-        en = bfp.enable(m, self.i, self.o)
+        bfp = BFPPipeline(cfg.group, FP32, _quant_config(cfg.m, "sr"), exp_offset=cfg.m - 1,
+                          noise_bits=SR_BITS, seeds=lane_seeds(cfg.group),
+                          cuts=CUTS[cfg.pipeline])
+        return bfp, {"floor": p.exp_floor, "noise_en": p.is_grad, "inject": p.rand_en,
+                     "rand": p.rand}
 
-        # ---- stage 1: decode, exponent tree with the floor, noise for gradient groups, error
-        #      (with the tree cut: two stages)
-        s1 = bfp.front(m, p.x, self.i.valid, en, self.error, floor=p.exp_floor,
-                       noise_en=p.is_grad, inject=p.rand_en, rand=p.rand)
-
-        # ---- stage 2: Es - E, shift, SR add, saturate (the rounding block per lane; the
-        #      difference, normalize and increment cuts add stages)
+    def output(self, m, s2, en):
+        """Stage 2's registers, then stage 3: chunk exponents, improvement partial sums, output
+        register."""
+        cfg = self.cfg
+        g = cfg.group
+        # ---- stage 2's registers
         v2 = Signal()
         r2_es = Signal(8)
         r2_s = Signal(g)
         r2_q = [Signal(cfg.m, name=f"r2_q{j}") for j in range(g)]
-        s2 = bfp.mantissas(m, s1, en)
         with m.If(en):
             m.d.sync += [v2.eq(s2.valid), r2_es.eq(s2.es), r2_s.eq(s2.sign)]
             m.d.sync += [r2_q[j].eq(s2.man[j]) for j in range(g)]
@@ -147,7 +146,6 @@ class Converter(wiring.Component):
                          o.den.eq(den)]
             m.d.sync += [o.q[j].eq(r2_q[j]) for j in range(g)]
             m.d.sync += [o.chunk_exp[c].eq(r2_es - 2 * c) for c in range(cfg.chunks)]
-        return m
 
 
 __all__ = ["Converter", "input_layout", "output_layout", "CHUNK_EXP_BITS"]

@@ -16,7 +16,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from tb.common.power import PowerWindow, operands, power_test
+from tb.common.power import PowerWindow, group_operands, power_test
 from golden.baseline import Acc, BaselineConfig, bf16_pe_acc_slot, bf16_pe_cycles
 from golden.common import BF16
 from golden.fpraker.pe import random_operands
@@ -210,12 +210,8 @@ async def power_run(dut):
     result checked against the golden model; the measured window covers exactly those cycles
     and the ``pipeline`` cycles in which the last groups reach the accumulator."""
     h = await setup(dut)
-    ops = operands()
-    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    A, B, dot = group_operands(h.cfg.lanes)
     groups = A.shape[0]
-    assert A.shape == B.shape == (groups, h.cfg.lanes) and groups % dot == 0, \
-        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
-        f"{h.cfg.lanes}) with groups a multiple of dot_groups"
     window = PowerWindow(dut)
     await h.run([(A[g].tolist(), B[g].tolist(), g % dot == 0, f"power group {g}")
                  for g in range(groups)], "power_run")

@@ -24,8 +24,7 @@ from golden.baseline import (MAC16Config, mac16_acc_slot, mac16_cycles, mac16_op
                              mac16_products, mac16_run)
 from golden.common.fp_add import fp32_add_bits
 from hdl.common.formats import group_layout
-from tb.common.power import PowerWindow, power_test
-from tb.common.power import operands as power_operands
+from tb.common.power import PowerWindow, group_operands, power_test
 
 from ..common import config_from_env, port, rng, start, test_size, uint
 from ..common.layouts import pack
@@ -250,12 +249,8 @@ async def power_run(dut):
     cfg = config_from_env(MAC16Config)
     await start(dut)
     await warm_up(dut, cfg)
-    ops = power_operands()
-    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    A, B, dot = group_operands(cfg.lanes)
     groups = A.shape[0]
-    assert A.shape == B.shape == (groups, cfg.lanes) and groups % dot == 0, \
-        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
-        f"{cfg.lanes}) with groups a multiple of dot_groups"
     A, B = mac16_operands(cfg, A), mac16_operands(cfg, B)
     window = PowerWindow(dut)
     accs = await run_groups(dut, cfg, [(A[g], B[g], g % dot == 0) for g in range(groups)],

@@ -1,5 +1,6 @@
-"""The testbench toolkit: run parameters, clock/reset/idle inputs, port access, and (in the
-submodules) stream drivers, layout packing and golden-model checkers.
+"""The testbench toolkit: run parameters, clock/reset/idle inputs (:func:`setup`: the usual
+start of a test), port access, and (in the submodules) stream drivers, layout packing and
+golden-model checkers.
 
 * :mod:`.streams` — valid/ready :class:`~.streams.Source`/:class:`~.streams.Sink` with random
   gaps and back-pressure, :func:`~.streams.cross` of the gap and back-pressure patterns, and the
@@ -25,6 +26,7 @@ import os
 import random
 
 import cocotb
+import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
@@ -99,6 +101,17 @@ async def start(dut, reset_cycles: int = 2, idle_values: dict | None = None) -> 
     idle(dut, idle_values)
     cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
     await reset(dut, reset_cycles)
+
+
+async def setup(dut, cls, name: str):
+    """Start the test ``name``: inputs idle, clock, reset (:func:`start`); returns the unit's
+    configuration (a ``cls`` from the environment, :func:`config_from_env`), the test's random
+    generator (:func:`rng`) and a NumPy generator seeded from it."""
+    cfg = config_from_env(cls)
+    r = rng(name)
+    gen = np.random.default_rng(r.getrandbits(64))
+    await start(dut)
+    return cfg, r, gen
 
 
 async def reset(dut, reset_cycles: int = 2) -> None:

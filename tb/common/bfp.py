@@ -1,7 +1,7 @@
 """Checks shared by the testbenches of the FP → BFP block converters (:mod:`hdl.common.bfp`):
 FAST's converter (:mod:`tb.fast.converter`) and Equinox's quantizer (:mod:`tb.equinox.quantizer`).
 
-* :func:`setup` — start a test: configuration, clock, reset, random generators;
+* :class:`Bench` — what the shared tests need of a converter's testbench;
 * :class:`Golden` — the golden LFSR bank and cycle model of one reset-to-reset run;
 * :func:`stream_blocks` — blocks through the unit's ``i``/``o`` streams under idle gaps and
   back-pressure: every output against the golden one, the lanes' LFSR states after every block
@@ -9,28 +9,37 @@ FAST's converter (:mod:`tb.fast.converter`) and Equinox's quantizer (:mod:`tb.eq
   against the unit's cycle model (so a block or an error that comes a cycle early or late, at
   any ``pipeline`` depth, fails);
 * :func:`random_block` — one block of FP32 values of a random kind;
-* :func:`expect_one_per_cycle` and :func:`sticky_error` — the bodies of the throughput and
-  error tests.
+* :func:`random_streams`, :func:`one_per_cycle` and :func:`sticky_error` — the bodies of the
+  random, throughput and error tests.
+
+A test starts with :func:`tb.common.setup` (configuration, clock, reset, random generators).
 """
+
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from golden.common.lfsr import LaneRNG
 
-from . import config_from_env, reset, rng, start, uint
+from . import reset, setup, test_size, uint
 from .layouts import unpack
-from .streams import Sink, Source, quiet, run
+from .streams import Sink, Source, cross, quiet, run
 
 
-async def setup(dut, cls, name: str):
-    """Start a block converter's test: inputs idle, clock, reset; returns the unit's
-    configuration (a ``cls`` from the environment), the test's random generator and a NumPy
-    generator seeded from it."""
-    cfg = config_from_env(cls)
-    r = rng(name)
-    gen = np.random.default_rng(r.getrandbits(64))
-    await start(dut)
-    return cfg, r, gen
+class Bench(NamedTuple):
+    """One converter's testbench, as the shared tests (:func:`random_streams`,
+    :func:`one_per_cycle`) use it."""
+
+    #: the configuration class (read from the environment by :func:`tb.common.setup`)
+    config: type
+    #: ``golden(cfg)``: the :class:`Golden` models of a run from reset
+    golden: Callable
+    #: ``random_items(cfg, gen, n)``: ``n`` random input payloads drawn from the NumPy
+    #: generator ``gen``
+    random_items: Callable
+    #: ``await stream(dut, cfg, items, r, gold, gap, p_ready)``: the testbench's
+    #: :func:`stream_blocks` run of the payloads ``items``, returning its outputs, source and sink
+    stream: Callable
 
 
 class Golden:
@@ -137,12 +146,27 @@ def random_block(gen: np.random.Generator, lanes: int, spread: int, grid: bool =
     return np.asarray(x, dtype=np.float32)
 
 
-def expect_one_per_cycle(src, out, n: int, latency: int) -> None:
-    """The ``n`` items were taken in consecutive cycles and each left ``latency`` cycles
-    later (the configuration's ``latency``: its stages plus ``pipeline``)."""
+async def random_streams(dut, bench: Bench, name: str) -> None:
+    """The body of the random test ``name``: the unit's test size (``TRAINFAB_TEST_SIZE``) in
+    random items streamed under every combination of idle gaps and back-pressure
+    (:func:`tb.common.streams.cross`), one golden run throughout (LFSR states checked across
+    the parts)."""
+    cfg, r, gen = await setup(dut, bench.config, name)
+    gold = bench.golden(cfg)
+    for part, gap, p_ready in cross(bench.random_items(cfg, gen, test_size())):
+        await bench.stream(dut, cfg, part, r, gold, gap, p_ready)
+
+
+async def one_per_cycle(dut, bench: Bench, name: str, n: int = 40) -> None:
+    """The body of the throughput test ``name``: ``n`` random items, input always offered and
+    output always ready, were taken in consecutive cycles and each left the configuration's
+    ``latency`` (its stages plus ``pipeline``) cycles later."""
+    cfg, r, gen = await setup(dut, bench.config, name)
+    items = bench.random_items(cfg, gen, n)
+    _, src, out = await bench.stream(dut, cfg, items, r, bench.golden(cfg))
     acc = src.accepted_cycles
-    assert acc == list(range(acc[0], acc[0] + n)), f"input not every cycle: {acc}"
-    assert out.cycles == [c + latency for c in acc], f"outputs {out.cycles}, accepted {acc}"
+    assert acc == list(range(acc[0], acc[0] + len(items))), f"input not every cycle: {acc}"
+    assert out.cycles == [c + cfg.latency for c in acc], f"outputs {out.cycles}, accepted {acc}"
 
 
 async def sticky_error(dut, bad_items, good_items, stream) -> None:
@@ -160,5 +184,5 @@ async def sticky_error(dut, bad_items, good_items, stream) -> None:
     assert uint(dut.error) == 0, "reset does not clear error"
 
 
-__all__ = ["setup", "Golden", "pad", "stream_blocks", "random_block", "expect_one_per_cycle",
-           "sticky_error"]
+__all__ = ["Bench", "Golden", "pad", "stream_blocks", "random_block", "random_streams",
+           "one_per_cycle", "sticky_error"]

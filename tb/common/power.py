@@ -51,6 +51,19 @@ def operands() -> dict:
     return out
 
 
+def group_operands(lanes: int) -> tuple:
+    """``(a, b, dot_groups)`` of :func:`operands` for a unit that takes one group of ``lanes``
+    values a side at a time: ``a`` and ``b`` must be (groups, ``lanes``) with groups a multiple
+    of ``dot_groups``."""
+    ops = operands()
+    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    groups = A.shape[0]
+    assert A.shape == B.shape == (groups, lanes) and groups % dot == 0, \
+        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
+        f"{lanes}) with groups a multiple of dot_groups"
+    return A, B, dot
+
+
 class PowerWindow:
     """The measured stretch of a power run: opened when created, written by :meth:`close`."""
 
@@ -70,4 +83,5 @@ class PowerWindow:
                        **facts}, f)
 
 
-__all__ = ["OPERANDS_ENV", "WINDOW_ENV", "requested", "power_test", "operands", "PowerWindow"]
+__all__ = ["OPERANDS_ENV", "WINDOW_ENV", "requested", "power_test", "operands", "group_operands",
+           "PowerWindow"]

@@ -16,10 +16,9 @@ from golden.equinox import QuantizerConfig, QuantizerSim, quantize_stream
 from golden.equinox.hbfp import f32_to_bf16
 from hdl.equinox.quantizer import input_layout, output_layout
 
-from ..common import test_size
-from ..common.bfp import Golden, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
-    stream_blocks
-from ..common.streams import cross
+from ..common import setup
+from ..common.bfp import Bench, Golden, one_per_cycle, pad, random_block, random_streams, \
+    sticky_error, stream_blocks
 
 #: the spec's §7 quantization vectors TV1-TV7 (values; TV7's random bits below)
 TVS = ([1.0, 0.5, -0.25, 0.125], [1.9921875, 1.0], [-1.9921875, 0.5], [1.0, 0.5],
@@ -107,25 +106,23 @@ def random_blocks(cfg, gen: np.random.Generator, n: int) -> list:
     return items
 
 
+#: this testbench for the shared tests of :mod:`tb.common.bfp`
+BENCH = Bench(QuantizerConfig, golden, random_blocks, quantize)
+
+
 @cocotb.test()
 async def random_blocks_under_backpressure(dut):
     """The unit's test size in random blocks (``TRAINFAB_TEST_SIZE``), streamed under every
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
-    cfg, r, gen = await setup(dut, QuantizerConfig, "random_blocks_under_backpressure")
-    gold = golden(cfg)
-    for part, gap, p_ready in cross(random_blocks(cfg, gen, test_size())):
-        await quantize(dut, cfg, part, r, gold, gap, p_ready)
+    await random_streams(dut, BENCH, "random_blocks_under_backpressure")
 
 
 @cocotb.test()
 async def one_block_per_cycle(dut):
     """With input always offered and output always ready, a block is accepted and one leaves
     every cycle, ``2 + pipeline`` cycles after its acceptance."""
-    cfg, r, gen = await setup(dut, QuantizerConfig, "one_block_per_cycle")
-    items = random_blocks(cfg, gen, 40)
-    _, src, out = await quantize(dut, cfg, items, r, golden(cfg))
-    expect_one_per_cycle(src, out, len(items), cfg.latency)
+    await one_per_cycle(dut, BENCH, "one_block_per_cycle")
 
 
 @cocotb.test()

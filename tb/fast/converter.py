@@ -16,10 +16,9 @@ import numpy as np
 from golden.fast.numerics import SR_BITS, ConverterConfig, ConverterSim, convert_groups
 from hdl.fast import input_layout, output_layout
 
-from ..common import test_size
-from ..common.bfp import Golden, expect_one_per_cycle, pad, random_block, setup, sticky_error, \
-    stream_blocks
-from ..common.streams import cross
+from ..common import setup
+from ..common.bfp import Bench, Golden, one_per_cycle, pad, random_block, random_streams, \
+    sticky_error, stream_blocks
 
 #: spec T1 (§11) and T7's group
 T1 = [3.0, 1.0, -1.5, 0.75, 0.5, -0.25, 0.2, 0.1, 2.5, -2.75, 1.875, 0.0, -0.0, 3.75, 0.0625, 1e-3]
@@ -98,15 +97,16 @@ def random_items(cfg, gen: np.random.Generator, n: int) -> list:
     return items
 
 
+#: this testbench for the shared tests of :mod:`tb.common.bfp`
+BENCH = Bench(ConverterConfig, golden, random_items, convert)
+
+
 @cocotb.test()
 async def random_groups(dut):
     """The unit's test size in random groups (``TRAINFAB_TEST_SIZE``), streamed under every
     combination of idle gaps and back-pressure (:func:`tb.common.streams.cross`); LFSR states
     checked throughout."""
-    cfg, r, gen = await setup(dut, ConverterConfig, "random_groups")
-    gold = golden(cfg)
-    for part, gap, p_ready in cross(random_items(cfg, gen, test_size())):
-        await convert(dut, cfg, part, r, gold, gap, p_ready)
+    await random_streams(dut, BENCH, "random_groups")
 
 
 @cocotb.test()
@@ -123,10 +123,7 @@ async def lfsr_draws_over_a_thousand_conversions(dut):
 async def one_group_per_cycle(dut):
     """With input always offered and output always ready, a group is accepted and one leaves
     every cycle, ``3 + pipeline`` cycles after its acceptance."""
-    cfg, r, gen = await setup(dut, ConverterConfig, "one_group_per_cycle")
-    items = random_items(cfg, gen, 40)
-    _, src, out = await convert(dut, cfg, items, r, golden(cfg))
-    expect_one_per_cycle(src, out, len(items), cfg.latency)
+    await one_per_cycle(dut, BENCH, "one_group_per_cycle")
 
 
 @cocotb.test()

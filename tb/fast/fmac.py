@@ -28,7 +28,7 @@ from golden.common import bf16_to_float
 from golden.fast.numerics import (FMAC_WIDTHS, FMACConfig, bfp_quantize_groups, fmac_cycles,
                                   fmac_sim, rounds)
 from hdl.fast import pair_layout
-from tb.common.power import PowerWindow, operands, power_test
+from tb.common.power import PowerWindow, group_operands, power_test
 
 from ..common import config_from_env, reset, rng, start, test_size, uint
 from ..common.layouts import pack
@@ -249,12 +249,8 @@ async def power_run(dut):
     result is in the accumulator."""
     cfg = config_from_env(FMACConfig)
     await start_fmac(dut, cfg)
-    ops = operands()
-    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    A, B, dot = group_operands(cfg.group)
     groups = A.shape[0]
-    assert A.shape == B.shape == (groups, cfg.group) and groups % dot == 0, \
-        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
-        f"{cfg.group}) with groups a multiple of dot_groups"
     m = power_width(cfg)
     xs, ys = (bfp_quantize_groups(bf16_to_float(v), m, "trunc") for v in (A, B))
     pairs = [((int(xs[0][g]), xs[1][g].tolist(), xs[2][g].tolist()), m,

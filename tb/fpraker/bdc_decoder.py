@@ -17,11 +17,11 @@ from cocotb.triggers import FallingEdge
 
 from golden.fpraker.bdc import decode, encode, from_words
 
-from ..common import reset, test_size, uint
-from ..common.streams import Sink, Source, cross, quiet, run
+from ..common import reset, uint
+from ..common.streams import Sink, Source, quiet, run
 from .bdc_harness import (
-    bf16, bits_to_words, cmd_payload, golden_words, group_with_header, random_plan,
-    random_tensor, setup, tv17_tensors, value_ends, value_payloads, word_payloads,
+    bf16, bits_to_words, cmd_payload, golden_words, group_with_header, random_tensor, setup,
+    stream_random_plan, tv17_tensors, value_ends, value_payloads, word_payloads,
 )
 
 
@@ -78,11 +78,7 @@ async def every_header(dut):
 async def random_tensors(dut):
     """Random tensors of every kind and length, crossed with light and heavy input gaps and
     output back-pressure."""
-    cfg, r, gen = await setup(dut, "random_tensors")
-    plan = random_plan(gen, cfg, test_size())
-    for part, gap, p_ready in cross(plan, (0.0, 0.3), (1.0, 0.6)):
-        await decode_tensors(dut, cfg, part, r, gap, p_ready)
-    cocotb.log.info("random_tensors: %d tensors, %d values", len(plan), sum(x.size for x in plan))
+    await stream_random_plan(dut, "random_tensors", decode_tensors)
 
 
 @cocotb.test()

@@ -15,10 +15,9 @@ import numpy as np
 
 from golden.fpraker.bdc import footprint, group_bits, group_header
 
-from ..common import test_size
-from ..common.streams import Sink, Source, cross, quiet, run
+from ..common.streams import Sink, Source, quiet, run
 from .bdc_harness import (
-    golden_words, group_with_header, random_plan, random_tensor, setup, tv17_tensors,
+    golden_words, group_with_header, random_tensor, setup, stream_random_plan, tv17_tensors,
     value_payloads, word_payloads,
 )
 
@@ -67,11 +66,7 @@ async def every_header(dut):
 async def random_tensors(dut):
     """Random tensors of every kind and length, crossed with light and heavy input gaps and
     output back-pressure."""
-    cfg, r, gen = await setup(dut, "random_tensors")
-    plan = random_plan(gen, cfg, test_size())
-    for part, gap, p_ready in cross(plan, (0.0, 0.3), (1.0, 0.6)):
-        await encode_tensors(dut, cfg, part, r, gap, p_ready)
-    cocotb.log.info("random_tensors: %d tensors, %d values", len(plan), sum(x.size for x in plan))
+    await stream_random_plan(dut, "random_tensors", encode_tensors)
 
 
 @cocotb.test()

@@ -1,17 +1,19 @@
-"""Payload packing, golden streams and random tensors shared by the BDC testbenches
-(``fpraker.bdc_encoder``, ``fpraker.bdc_decoder``, ``fpraker.bdc_loopback``; the stream
-drivers are :mod:`tb.common.streams`).
+"""Test start-up, payload packing, golden streams, random tensors and the random test's body
+shared by the BDC testbenches (``fpraker.bdc_encoder``, ``fpraker.bdc_decoder``,
+``fpraker.bdc_loopback``; the stream drivers are :mod:`tb.common.streams`).
 
 A testbench's random part is sized in groups of the unit's ``group`` (``TRAINFAB_TEST_SIZE``).
 """
 
+import cocotb
 import numpy as np
 
 from golden.fpraker.bdc import BDCConfig, encode, group_header, to_words
 from hdl.fpraker.bdc import CMD_LAYOUT, VALUE_LAYOUT, word_layout
 
-from ..common import config_from_env, rng, start
+from ..common import setup as common_setup, test_size
 from ..common.layouts import pack
+from ..common.streams import cross
 
 #: bits of a group's first chunk (header, base, sign + mantissa) and of a later value's sign
 #: + mantissa
@@ -19,13 +21,21 @@ HEAD_CHUNK, SM_BITS = 19, 8
 
 
 async def setup(dut, name: str):
-    """Start a BDC test: inputs idle, clock, reset; returns the unit's configuration, the
+    """Start a BDC test (:func:`tb.common.setup`): returns the unit's :class:`BDCConfig`, the
     test's random generator and a NumPy generator seeded from it."""
-    cfg = config_from_env(BDCConfig)
-    r = rng(name)
-    gen = np.random.default_rng(r.getrandbits(64))
-    await start(dut)
-    return cfg, r, gen
+    return await common_setup(dut, BDCConfig, name)
+
+
+async def stream_random_plan(dut, name: str, stream) -> None:
+    """The body of the random test ``name``: a :func:`random_plan` of the test size
+    (``TRAINFAB_TEST_SIZE`` groups), crossed with light and heavy input gaps and output
+    back-pressure (:func:`tb.common.streams.cross`), each part checked by
+    ``stream(dut, cfg, tensors, rnd, gap, p_ready)``."""
+    cfg, r, gen = await setup(dut, name)
+    plan = random_plan(gen, cfg, test_size())
+    for part, gap, p_ready in cross(plan, (0.0, 0.3), (1.0, 0.6)):
+        await stream(dut, cfg, part, r, gap, p_ready)
+    cocotb.log.info("%s: %d tensors, %d values", name, len(plan), sum(x.size for x in plan))
 
 
 def value_payloads(x: np.ndarray) -> list[int]:

@@ -10,9 +10,9 @@ the random part is ``TRAINFAB_TEST_SIZE`` groups.
 import cocotb
 import numpy as np
 
-from ..common import effort, test_size, uint
-from ..common.streams import Sink, Source, cross, quiet, run
-from .bdc_harness import cmd_payload, random_plan, setup, tv17_tensors, value_payloads
+from ..common import effort, uint
+from ..common.streams import Sink, Source, quiet, run
+from .bdc_harness import cmd_payload, setup, stream_random_plan, tv17_tensors, value_payloads
 
 
 async def loop_tensors(dut, cfg, tensors, rnd, gap=0.0, p_ready=1.0):
@@ -48,9 +48,4 @@ async def identity_on_tv17_and_every_pattern(dut):
 @cocotb.test()
 async def random_roundtrip(dut):
     """Random tensors of every kind and length under input gaps and output back-pressure."""
-    cfg, r, gen = await setup(dut, "random_roundtrip")
-    plan = random_plan(gen, cfg, test_size())
-    for part, gap, p_ready in cross(plan, (0.0, 0.3), (1.0, 0.6)):
-        await loop_tensors(dut, cfg, part, r, gap, p_ready)
-    cocotb.log.info("random_roundtrip: %d tensors, %d values", len(plan),
-                    sum(x.size for x in plan))
+    await stream_random_plan(dut, "random_roundtrip", loop_tensors)

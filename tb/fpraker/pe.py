@@ -21,7 +21,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from tb.common.power import PowerWindow, operands, power_test
+from tb.common.power import PowerWindow, group_operands, power_test
 from golden.common import BF16
 from golden.fpraker.pe import (Acc, PEConfig, PESlots, pe_dot_batch_acc, pe_group,
                                random_operands)
@@ -437,12 +437,8 @@ async def power_run(dut):
     the last step has left the loop, so it also holds the few cycles in which the contexts
     finish at different times (``busy_cycles`` counts them)."""
     cfg = await setup(dut)
-    ops = operands()
-    A, B, dot = ops["a"], ops["b"], ops["dot_groups"]
+    A, B, dot = group_operands(cfg.lanes)
     groups = A.shape[0]
-    assert A.shape == B.shape == (groups, cfg.lanes) and groups % dot == 0, \
-        f"power operands: a {A.shape}, b {B.shape}, dot_groups {dot}; expected (groups, " \
-        f"{cfg.lanes}) with groups a multiple of dot_groups"
     rows = groups // dot
     if cfg.pipeline:
         h = await slots_setup(dut, cfg)

@@ -9,7 +9,7 @@ from golden.gecko.codec import (
 )
 from hdl.gecko import CMD_LAYOUT, META_LAYOUT, row_layout
 
-from ..common import config_from_env, rng, start, uint
+from ..common import setup as common_setup, uint
 from ..common.layouts import field, pack
 
 #: rows A and B of spec §8.11/§8.12
@@ -20,13 +20,9 @@ ERRS = ("err_exp", "err_mag", "err_sign", "err_cfg")
 
 
 async def setup(dut, name: str):
-    """Start a Gecko test: inputs idle, clock, reset; returns the unit's configuration, the
-    test's random generator and a NumPy generator seeded from it."""
-    cfg = config_from_env(GeckoConfig)
-    r = rng(name)
-    gen = np.random.default_rng(r.getrandbits(64))
-    await start(dut)
-    return cfg, r, gen
+    """Start a Gecko test (:func:`tb.common.setup`): returns the unit's :class:`GeckoConfig`,
+    the test's random generator and a NumPy generator seeded from it."""
+    return await common_setup(dut, GeckoConfig, name)
 
 
 def no_errors(dut) -> None:
