@@ -3,8 +3,12 @@
 Every hardware unit in :mod:`hdl` has a model here that takes the same frozen configuration
 object and computes the same bits.  Models use integer arithmetic on bit patterns (``uint16``
 bfloat16, ``uint32`` FP32); they never use floating point as a shortcut for the arithmetic being
-specified.  This package imports NumPy only; numba only behind the FPRaker tile GEMM's engine
-switch (:mod:`golden.fpraker.gemm`), when it is installed.
+specified.  This package imports NumPy only; numba (:mod:`golden.common.jit`), when it is
+installed, only behind the fast kernels that stand beside the models and are property-tested
+against them bit for bit: the FPRaker tile GEMM's engine (:mod:`golden.fpraker.gemm`), the
+HBFP GEMM (:mod:`golden.equinox.hbfp_kernel`) and FAST's GEMM and converter
+(:mod:`golden.fast.gemm_kernel`).  The training formats use the kernels; the models stay the
+specification.
 """
 
 from dataclasses import field as _field

@@ -6,8 +6,9 @@ and the operands of the three phases with their stochastic rounding's LFSR draws
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from kernelutil import examples
 
 from golden.fast import gemm_kernel
 from golden.fast.gemm_kernel import (gemm_quantized_fast, quantize_groups_fast,
@@ -16,14 +17,6 @@ from golden.fast.numerics import (FastInputError, LaneRNG, Quantized, bfp_quanti
                                   gemm_quantized, quantize_operands)
 
 pytestmark = pytest.mark.skipif(not gemm_kernel.available(), reason="numba is not installed")
-
-EXAMPLES = {"quick": 30, "standard": 120, "full": 3000}
-
-
-def examples(effort):
-    return settings(max_examples=EXAMPLES[effort], deadline=None, derandomize=True,
-                    database=None, suppress_health_check=[HealthCheck.too_slow,
-                                                          HealthCheck.data_too_large])
 
 
 def quantized(rng, rows, groups, m, regime):

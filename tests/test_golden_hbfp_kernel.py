@@ -6,22 +6,15 @@ of the hbfp8 and hbfp12 formats."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from kernelutil import examples
 
 from golden.equinox import hbfp_kernel
 from golden.equinox.hbfp import HBFPInputError, bfp_quantize, hbfp_matmul
 from golden.equinox.hbfp_kernel import bfp_quantize_fast, hbfp_matmul_fast
 
 pytestmark = pytest.mark.skipif(not hbfp_kernel.available(), reason="numba is not installed")
-
-EXAMPLES = {"quick": 30, "standard": 120, "full": 3000}
-
-
-def examples(effort):
-    return settings(max_examples=EXAMPLES[effort], deadline=None, derandomize=True,
-                    database=None, suppress_health_check=[HealthCheck.too_slow,
-                                                          HealthCheck.data_too_large])
 
 
 @st.composite

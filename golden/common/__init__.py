@@ -81,6 +81,12 @@ def check_patterns(values, dtype, name: str, what: str) -> np.ndarray:
     return values
 
 
+def fields_equal(a, b) -> bool:
+    """Whether the dataclass instances ``a`` and ``b`` hold equal values in every field of
+    ``a``'s class, NumPy arrays compared element by element (:func:`numpy.array_equal`)."""
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in a.__dataclass_fields__)
+
+
 def msb_index(x: int) -> int:
     """Index of the most significant set bit of a positive int (the leading-one detector)."""
     if x <= 0:
@@ -92,5 +98,5 @@ __all__ = [
     "FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3", "E5M2",
     "INT8", "INT12", "FORMATS", "format_named", "fields", "pack", "bf16_to_float",
     "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "int_matmul_t",
-    "msb_index", "check_patterns",
+    "msb_index", "check_patterns", "fields_equal",
 ]

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import check_int
-from ..common import check_patterns
+from ..common import check_patterns, fields_equal
 
 #: header bits of a group
 HEADER_BITS = 3
@@ -211,8 +211,7 @@ class BDCFootprint:
     def __eq__(self, other) -> bool:
         if not isinstance(other, BDCFootprint):
             return NotImplemented
-        return all(np.array_equal(getattr(self, k), getattr(other, k))
-                   for k in self.__dataclass_fields__)
+        return fields_equal(self, other)
 
     __hash__ = None
 

@@ -192,6 +192,19 @@ def _retire(fin, idx, R, out, cur, ln):
     return idx[keep], tuple(x[keep_r] for x in cur), keep
 
 
+def _group_state(acc, A, B, pe):
+    """The state both column protocols start a group from, for ``n`` columns of ``R`` PEs
+    (the arguments are :func:`_columns_group`'s): the PEs' lanes (PE ``(col, r)`` at
+    ``col * R + r``), copies of the accumulators to run (``cur``) and to retire finished
+    columns into (``out``), the running columns (all of them) and the cycles per column
+    (zero).  Returns ``(ln, cur, out, idx, cycles)``."""
+    n, L = A.shape
+    R = B.shape[1]
+    ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    cur = tuple(np.asarray(a).copy() for a in acc)
+    return ln, cur, tuple(a.copy() for a in cur), np.arange(n), np.zeros(n, dtype=np.int64)
+
+
 def _columns_group(acc, A, B, cfg, pe, counts):
     """Run one group on ``n`` independent columns of ``R`` PEs.
 
@@ -201,17 +214,13 @@ def _columns_group(acc, A, B, cfg, pe, counts):
     """
     n, L = A.shape
     R = B.shape[1]
-    ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    ln, cur, out, idx, cycles = _group_state(acc, A, B, pe)
     act_a, _, _, ma = decode_bf16(A)
     enc = RECODE[pe.encoding][np.where(act_a, ma, 0)][..., 0]       # encoder lanes (n, L)
     offset, begin = cfg.row_offsets(), cfg.start_offsets()
     served = np.zeros((n, R), dtype=bool)
     started = np.zeros((n, R), dtype=bool)
     taken = np.zeros((n, R, L), dtype=bool)
-    cycles = np.zeros(n, dtype=np.int64)
-    cur = tuple(np.asarray(a).copy() for a in acc)
-    out = tuple(a.copy() for a in cur)
-    idx = np.arange(n)            # columns still working
     c = 0
     while idx.size:
         c += 1
@@ -263,16 +272,12 @@ def _columns_group_independent(acc, A, B, cfg, pe, counts):
     and ``min_cycles`` have passed.  A PE that finished waits (``column_wait``)."""
     n, L = A.shape
     R = B.shape[1]
-    ln = LaneState(np.repeat(A, R, axis=0), B.reshape(n * R, L), pe)
+    ln, cur, out, idx, cycles = _group_state(acc, A, B, pe)
     # a PE's own terms never pop before it starts: its E_g is the same whether the exponent
     # block's outputs wait in the pipeline stage or not
     offset = cfg.start_offsets()
     started = np.zeros((n, R), dtype=bool)
     finished = np.zeros((n, R), dtype=bool)
-    cycles = np.zeros(n, dtype=np.int64)
-    cur = tuple(np.asarray(a).copy() for a in acc)
-    out = tuple(a.copy() for a in cur)
-    idx = np.arange(n)            # columns still working
     c = 0
     while idx.size:
         c += 1

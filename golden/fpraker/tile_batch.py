@@ -9,9 +9,8 @@ read-out, the tile cycles, every stall count, the useful lane-cycles, tile runs 
 random shapes, operand kinds and configurations).  Any change to the NumPy model's protocol or
 arithmetic must be mirrored here; the test suite catches a divergence.
 
-``golden`` otherwise imports only NumPy; numba is imported by this module alone, when it is
-imported, and is optional: without it :func:`available` is false and :func:`tile_gemm_fast`
-raises ``RuntimeError`` (callers then use the NumPy model).
+numba (:mod:`golden.common.jit`) is optional: without it :func:`available` is false and
+:func:`tile_gemm_fast` raises ``RuntimeError`` (callers then use the NumPy model).
 
 What is compiled (per column instance = one tile row block x one serial row, all independent):
 group after group, the column protocol of the configuration's ``sync``: the lock-step cycle
@@ -39,9 +38,8 @@ Differences from :func:`~golden.fpraker.tile.tile_gemm_numpy` outside the result
 counts column instances rather than (chunk, group) steps; ``threads`` runs blocks of instances
 on threads (every instance writes only its own outputs, so results do not depend on it); an
 empty GEMM (no serial or no parallel row) returns an empty result.
-The JIT cache goes to numba's default place (``__pycache__`` next to this file, ignored by
-git, or numba's user-wide cache directory when that folder is read-only; ``NUMBA_CACHE_DIR``
-overrides both).
+The JIT cache is :func:`golden.common.jit.jit`'s (``__pycache__`` next to this file, unless
+that folder is read-only or ``NUMBA_CACHE_DIR`` says otherwise).
 """
 
 import time
@@ -49,27 +47,13 @@ import time
 import numpy as np
 
 from ..common.accumulator import decode_bf16, read_out_bits
+from ..common.jit import jit, numba
 from ..common.tile import gemm_groups
 from .pe import MSB9, RECODE
 from .tile import STALL_CAUSES, GemmResult, TileConfig, schedule
 
-try:
-    import numba
-except ImportError:           # the engine is optional: available() is false
-    numba = None
-
 #: order of the per-instance counters the kernels return
 _COUNTS = ("useful", "exponent_block", "shift_range", "lock_step", "no_term", "column_wait")
-
-
-def _jit(f):
-    """``numba.njit`` with an on-disk cache when numba finds a writable cache location."""
-    if numba is None:
-        return f
-    try:
-        return numba.njit(cache=True, nogil=True)(f)
-    except RuntimeError:      # no writable cache location: compile once per session
-        return numba.njit(nogil=True)(f)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -80,35 +64,34 @@ if numba is not None:
     from numba.core import types as _types
     from numba.core.extending import intrinsic as _intrinsic
 
-    @_intrinsic
-    def _popcount(typingctx, src):
+    def _bit_intrinsic(emit):
+        """The intrinsic whose code on an integer is ``emit(builder, value)``, of the
+        integer's type; its name and docstring are ``emit``'s."""
+        def typer(typingctx, src):
+            if not isinstance(src, _types.Integer):
+                return None
+
+            def codegen(context, builder, signature, args):
+                return emit(builder, args[0])
+            return src(src), codegen
+        typer.__name__, typer.__qualname__ = emit.__name__, emit.__qualname__
+        typer.__doc__ = emit.__doc__
+        return _intrinsic(typer)
+
+    @_bit_intrinsic
+    def _popcount(builder, x):
         """Set bits of an integer (LLVM ``ctpop``)."""
-        if not isinstance(src, _types.Integer):
-            return None
+        return builder.ctpop(x)
 
-        def codegen(context, builder, signature, args):
-            return builder.ctpop(args[0])
-        return src(src), codegen
-
-    @_intrinsic
-    def _ctz(typingctx, src):
+    @_bit_intrinsic
+    def _ctz(builder, x):
         """Index of the lowest set bit of a non-zero integer (LLVM ``cttz``)."""
-        if not isinstance(src, _types.Integer):
-            return None
+        return builder.cttz(x, _ir.Constant(_ir.IntType(1), 0))
 
-        def codegen(context, builder, signature, args):
-            return builder.cttz(args[0], _ir.Constant(_ir.IntType(1), 0))
-        return src(src), codegen
-
-    @_intrinsic
-    def _clz(typingctx, src):
+    @_bit_intrinsic
+    def _clz(builder, x):
         """Leading zeros of an integer (LLVM ``ctlz``)."""
-        if not isinstance(src, _types.Integer):
-            return None
-
-        def codegen(context, builder, signature, args):
-            return builder.ctlz(args[0], _ir.Constant(_ir.IntType(1), 0))
-        return src(src), codegen
+        return builder.ctlz(x, _ir.Constant(_ir.IntType(1), 0))
 else:
     def _popcount(m):
         return bin(m & 0xFFFFFFFFFFFFFFFF).count("1")
@@ -123,7 +106,7 @@ else:
 # ----------------------------------------------------------------------------------------------
 # scalar kernels (compiled on first call)
 
-@_jit
+@jit
 def _shift_jam(x, s):
     """Scalar :func:`golden.common.accumulator.shift_jam`."""
     if s > 0:
@@ -139,7 +122,7 @@ def _shift_jam(x, s):
     return x << ns
 
 
-@_jit
+@jit
 def _norm(X, E, F, P):
     """Scalar NORM_RNE (``round_checked(norm_config(cfg), X, E)``): the signed sum
     ``X * 2**(E - F)`` rounded to nearest even into ``1.P``; the exponent wraps to 10 bits
@@ -170,7 +153,7 @@ def _norm(X, E, F, P):
     return False, sign, e, q
 
 
-@_jit
+@jit
 def _align(zero, sign, exp, sig, E, F, P):
     """Scalar :func:`golden.common.accumulator.align_acc`."""
     if zero:
@@ -179,24 +162,40 @@ def _align(zero, sign, exp, sig, E, F, P):
     return -mag if sign == 1 else mag
 
 
-@_jit
+@jit
 def _acc_state(R):
     """The accumulators of ``R`` PEs: zero, sign, exponent and significand arrays."""
     return (np.zeros(R, dtype=np.bool_), np.zeros(R, dtype=np.int64),
             np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64))
 
 
-@_jit
-def _clear(zero, sign, exp, sig):
-    """Every accumulator back to zero (a new reduction)."""
+@jit
+def _lane_state(L):
+    """The scratch of ``L`` encoder lanes: each lane's ``k`` (:func:`_bounds`), term mask and
+    term signs, A exponent and A sign (:func:`_load_group`), and the weight ``ea_i - t_i``
+    (``ABe_i - t_i`` minus the B exponent) and sign of the term it presents
+    (:func:`_present`)."""
+    return (np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64),
+            np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64),
+            np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64),
+            np.zeros(L, dtype=np.int64))
+
+
+@jit
+def _start_instance(q, Mp, R, zero, sign, exp, sig):
+    """Column instance ``q`` (row block ``q // Mp`` against serial row ``q % Mp``) begins:
+    every accumulator back to zero (a new reduction).  Returns its serial row and its first
+    parallel row."""
     for r in range(zero.size):
         zero[r] = True
         sign[r] = 0
         exp[r] = 0
         sig[r] = 0
+    rb = q // Mp
+    return q - rb * Mp, rb * R
 
 
-@_jit
+@jit
 def _load_group(S, m, g, rec_rem, rec_negm, enc, negm, ea, sa):
     """The encoder lanes of serial row ``m``'s group ``g``: each lane's term mask ``enc`` and
     its signs ``negm`` (from the recoder tables), the A exponent ``ea`` (unbiased) and sign
@@ -216,7 +215,7 @@ def _load_group(S, m, g, rec_rem, rec_negm, enc, negm, ea, sa):
     return encm
 
 
-@_jit
+@jit
 def _step_exponent(mask, tw, ebrow, zero, exp):
     """E over the lanes of ``mask`` (weights ``tw[i] + ebrow[i]``: the term's weight with the
     B exponent) and a non-zero accumulator's exponent ``exp``; 0 when there is neither."""
@@ -236,7 +235,7 @@ def _step_exponent(mask, tw, ebrow, zero, exp):
     return E
 
 
-@_jit
+@jit
 def _bounds(mask, E, tw, ebrow, kmax, kk):
     """Per lane of ``mask`` its ``k = E - weight`` (into ``kk``); returns ``(base, run, ob)``:
     the smallest ``k`` of the lanes in bounds, those lanes, and the lanes out of bounds
@@ -262,7 +261,49 @@ def _bounds(mask, E, tw, ebrow, kmax, kk):
     return base, run, ob
 
 
-@_jit
+@jit
+def _present(i, terms, ea, sa, negm, msb9, tw, sneg):
+    """Lane ``i`` presents the first of its remaining ``terms`` (a non-zero term mask): the
+    term's weight ``ea[i] - t`` into ``tw`` and its sign (A's times the term's, 1: negative)
+    into ``sneg``.  Returns the term's bit ``j`` (``t = 7 - j``)."""
+    j = msb9[terms]
+    tw[i] = ea[i] - (7 - j)
+    sneg[i] = sa[i] ^ ((negm[i] >> j) & 1)
+    return j
+
+
+@jit
+def _lanes_step(mask, E, tw, ebrow, sgbrow, sneg, kk, kmax, dmax, sh_t):
+    """One PE cycle of the lanes of ``mask`` (term weights ``tw``, B exponents ``ebrow``, B
+    signed significands ``sgbrow``, term signs ``sneg``) at the step exponent ``E``: the
+    lanes in bounds (:func:`_bounds`) whose ``k`` is within ``dmax`` of the smallest one,
+    ``base``, go through the adder tree, each B shifted left by ``dmax - (k - base)``.
+    Returns ``(Tg, proc, shift, ob)``: the tree's sum on the ``2**(E - F)`` grid
+    (:func:`_shift_jam` by ``base - sh_t``, ``sh_t = F - 7 - dmax``), the lanes processed,
+    the lanes in bounds outside the window, and the lanes out of bounds (OB-a: ``k > kmax``;
+    OB-b: processed at ``k >= kmax``)."""
+    one = np.int64(1)
+    base, run, ob = _bounds(mask, E, tw, ebrow, kmax, kk)      # OB-a
+    T = np.int64(0)
+    proc = np.int64(0)
+    mm = run
+    while mm != 0:
+        i = _ctz(mm)
+        mm ^= one << i
+        d = kk[i] - base
+        if d <= dmax:
+            proc |= one << i
+            v = np.int64(sgbrow[i]) << (dmax - d)
+            if sneg[i] == 1:
+                T -= v
+            else:
+                T += v
+            if kk[i] >= kmax:
+                ob |= one << i           # OB-b
+    return _shift_jam(T, base - sh_t), proc, run & ~proc, ob
+
+
+@jit
 def _store(X, E, F, Pk, r, zero, sign, exp, sig):
     """Normalize the sum ``X`` on the ``2**(E - F)`` grid into PE ``r``'s accumulator."""
     z, s_, e_, m_ = _norm(X, E, F, Pk)
@@ -272,17 +313,33 @@ def _store(X, E, F, Pk, r, zero, sign, exp, sig):
     sig[r] = m_
 
 
-@_jit
-def _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig):
-    """Instance ``q``'s final accumulators into the outputs, PE ``(q, r)`` at ``q * R + r``."""
+@jit
+def _add_step(Tg, E, F, Pk, r, zero, sign, exp, sig):
+    """Step mode: PE ``r``'s accumulator aligned to ``E`` plus the step's sum ``Tg``,
+    normalized back into it."""
+    _store(_align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg, E, F, Pk, r, zero, sign,
+           exp, sig)
+
+
+@jit
+def _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig, cnt, useful,
+               exponent_block, shift_range, lock_step, no_term, column_wait):
+    """Instance ``q``'s final accumulators into the outputs, PE ``(q, r)`` at ``q * R + r``,
+    and its lane-cycle counters into ``cnt[q]`` (``_COUNTS`` order)."""
     for r in range(R):
         out_zero[q * R + r] = zero[r]
         out_sign[q * R + r] = sign[r]
         out_exp[q * R + r] = exp[r]
         out_sig[q * R + r] = sig[r]
+    cnt[q, 0] = useful
+    cnt[q, 1] = exponent_block
+    cnt[q, 2] = shift_range
+    cnt[q, 3] = lock_step
+    cnt[q, 4] = no_term
+    cnt[q, 5] = column_wait
 
 
-@_jit
+@jit
 def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_cycles, pipe,
                  rec_rem, rec_negm, msb9, lo, hi,
                  out_zero, out_sign, out_exp, out_sig, gc, cnt):
@@ -292,22 +349,16 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
     (nb * R, G, L): ``ebP`` unbiased exponents, ``sgbP`` signed significands (``-SigB`` for a
     negative B), and ``zmP`` (nb * R, G) int64 the lane masks of zero B.  Instance ``q`` is row
     block ``q // Mp`` against serial row ``q % Mp``.  Writes the final accumulator of PE
-    ``(q, r)`` at ``q * R + r``, the cycles of every (instance, group) in ``gc`` and the five
-    lane-cycle counters (``_COUNTS`` order) of every instance in ``cnt``.  ``pipe``: the
-    tile's ``pipeline`` stage (a row's exponent block serves it ``pipe`` cycles before it
-    starts).
+    ``(q, r)`` at ``q * R + r``, the cycles of every (instance, group) in ``gc`` and the
+    lane-cycle counters (``_COUNTS`` order, ``column_wait`` 0) of every instance in ``cnt``.
+    ``pipe``: the tile's ``pipeline`` stage (a row's exponent block serves it ``pipe`` cycles
+    before it starts).
     """
     G = S.shape[1]
     L = S.shape[2]
     sh_t = F - 7 - dmax
     one = np.int64(1)
-    kk = np.zeros(L, dtype=np.int64)
-    enc = np.zeros(L, dtype=np.int64)
-    negm = np.zeros(L, dtype=np.int64)
-    ea = np.zeros(L, dtype=np.int64)
-    sa = np.zeros(L, dtype=np.int64)
-    eat = np.zeros(L, dtype=np.int64)      # ABe_i - t_i minus the B exponent: ea_i - t_i
-    sneg = np.zeros(L, dtype=np.int64)     # sign of A times the presented term's sign
+    kk, enc, negm, ea, sa, tw, sneg = _lane_state(L)
     jl = np.zeros(L, dtype=np.int64)
     zero, sign, exp, sig = _acc_state(R)
     eg = np.zeros(R, dtype=np.int64)
@@ -315,10 +366,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
     done = np.zeros(R, dtype=np.int64)
     taken = np.zeros(R, dtype=np.int64)
     for q in range(lo, hi):
-        rb = q // Mp
-        m = q - rb * Mp
-        r0 = rb * R
-        _clear(zero, sign, exp, sig)
+        m, r0 = _start_instance(q, Mp, R, zero, sign, exp, sig)
         n_use = 0
         n_exp = 0
         n_shift = 0
@@ -339,13 +387,9 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                 # the terms the encoder lanes present this cycle
                 encm = np.int64(0)
                 for i in range(L):
-                    e_i = enc[i]
-                    if e_i != 0:
+                    if enc[i] != 0:
                         encm |= one << i
-                        j = msb9[e_i]
-                        jl[i] = j
-                        eat[i] = ea[i] - (7 - j)
-                        sneg[i] = sa[i] ^ ((negm[i] >> j) & 1)
+                        jl[i] = _present(i, enc[i], ea, sa, negm, msb9, tw, sneg)
                 and_td = np.int64(-1)
                 and_done = np.int64(-1)
                 for r in range(R):
@@ -353,7 +397,7 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                     off = 1 if share and (r & 1) == 1 else 0
                     if group and c == 1 + off:
                         # exponent block: E_g over the first terms and the accumulator
-                        E = _step_exponent(encm & ~done[r], eat, ebP[row, g], zero[r], exp[r])
+                        E = _step_exponent(encm & ~done[r], tw, ebP[row, g], zero[r], exp[r])
                         eg[r] = E
                         xg[r] = _align(zero[r], sign[r], exp[r], sig[r], E, F, Pk)
                     if c < 1 + off + pipe:
@@ -369,45 +413,29 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
                     elig = encm & ~dm & ~tk
                     lock = encm & ~dm & tk
                     proc = np.int64(0)
+                    shift = np.int64(0)   # in bounds but outside the dmax window
                     ob = np.int64(0)
-                    n_wait = 0            # in bounds but outside the dmax window
                     if elig != 0:
                         if group:
                             E = eg[r]
                         else:
-                            E = _step_exponent(elig, eat, ebP[row, g], zero[r], exp[r])
-                        base, run, ob = _bounds(elig, E, eat, ebP[row, g], kmax, kk)  # OB-a
-                        T = np.int64(0)
-                        mm = run
-                        while mm != 0:
-                            i = _ctz(mm)
-                            mm ^= one << i
-                            d = kk[i] - base
-                            if d <= dmax:
-                                proc |= one << i
-                                v = np.int64(sgbP[row, g, i]) << (dmax - d)
-                                if sneg[i] == 1:
-                                    T -= v
-                                else:
-                                    T += v
-                                if kk[i] >= kmax:
-                                    ob |= one << i       # OB-b
-                            else:
-                                n_wait += 1
-                        Tg = _shift_jam(T, base - sh_t)
+                            E = _step_exponent(elig, tw, ebP[row, g], zero[r], exp[r])
+                        Tg, proc, shift, ob = _lanes_step(elig, E, tw, ebP[row, g],
+                                                          sgbP[row, g], sneg, kk, kmax, dmax,
+                                                          sh_t)
                         if group:
                             xg[r] += Tg
                         else:
-                            _store(_align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg, E,
-                                   F, Pk, r, zero, sign, exp, sig)
+                            _add_step(Tg, E, F, Pk, r, zero, sign, exp, sig)
                     # (step mode without an eligible lane leaves the accumulator unchanged:
                     # aligning it to its own exponent and renormalizing is exact)
                     n_p = _popcount(proc)
+                    n_w = _popcount(shift)
                     n_l = _popcount(lock)
                     n_use += n_p
-                    n_shift += n_wait
+                    n_shift += n_w
                     n_lock += n_l
-                    n_none += L - n_p - n_wait - n_l
+                    n_none += L - n_p - n_w - n_l
                     dm |= ob
                     tk |= proc
                     done[r] = dm
@@ -441,15 +469,11 @@ def _gemm_kernel(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax, min_
             if group:
                 for r in range(R):
                     _store(xg[r], eg[r], F, Pk, r, zero, sign, exp, sig)
-        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig)
-        cnt[q, 0] = n_use
-        cnt[q, 1] = n_exp
-        cnt[q, 2] = n_shift
-        cnt[q, 3] = n_lock
-        cnt[q, 4] = n_none
+        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig, cnt, n_use,
+                   n_exp, n_shift, n_lock, n_none, 0)
 
 
-@_jit
+@jit
 def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax, dmax,
                              min_cycles, pipe, rec_rem, rec_negm, msb9, lo, hi,
                              out_zero, out_sign, out_exp, out_sig, gc, cnt):
@@ -464,20 +488,12 @@ def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax
     L = S.shape[2]
     sh_t = F - 7 - dmax
     one = np.int64(1)
-    kk = np.zeros(L, dtype=np.int64)
-    enc = np.zeros(L, dtype=np.int64)
-    negm = np.zeros(L, dtype=np.int64)
-    ea = np.zeros(L, dtype=np.int64)
-    sa = np.zeros(L, dtype=np.int64)
-    rem = np.zeros(L, dtype=np.int64)
-    tw = np.zeros(L, dtype=np.int64)       # weight of each lane's next term: ea_i - t_i
+    kk, enc, negm, ea, sa, tw, sneg = _lane_state(L)
+    rem = np.zeros(L, dtype=np.int64)      # the PE's copy of each lane's remaining terms
     zero, sign, exp, sig = _acc_state(R)
     fin = np.zeros(R, dtype=np.int64)
     for q in range(lo, hi):
-        rb = q // Mp
-        m = q - rb * Mp
-        r0 = rb * R
-        _clear(zero, sign, exp, sig)
+        m, r0 = _start_instance(q, Mp, R, zero, sign, exp, sig)
         n_use = 0
         n_exp = 0
         n_shift = 0
@@ -497,7 +513,7 @@ def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax
                     i = _ctz(mm)
                     mm ^= one << i
                     rem[i] = enc[i]
-                    tw[i] = ea[i] - (7 - msb9[rem[i]])
+                    _present(i, rem[i], ea, sa, negm, msb9, tw, sneg)
                 E = np.int64(0)
                 xg = np.int64(0)
                 if group:
@@ -510,35 +526,26 @@ def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax
                     if live != 0:
                         if not group:
                             E = _step_exponent(live, tw, ebP[row, g], zero[r], exp[r])
-                        base, run, ob = _bounds(live, E, tw, ebP[row, g], kmax, kk)  # OB-a
-                        T = np.int64(0)
-                        mm = run
+                        Tg, proc, shift, ob = _lanes_step(live, E, tw, ebP[row, g],
+                                                          sgbP[row, g], sneg, kk, kmax, dmax,
+                                                          sh_t)
+                        n_use += _popcount(proc)
+                        n_shift += _popcount(shift)
+                        # each processed lane pops its term and presents the next
+                        mm = proc
                         while mm != 0:
                             i = _ctz(mm)
                             mm ^= one << i
-                            d = kk[i] - base
-                            if d <= dmax:
-                                j = msb9[rem[i]]
-                                v = np.int64(sgbP[row, g, i]) << (dmax - d)
-                                if (sa[i] ^ ((negm[i] >> j) & 1)) == 1:
-                                    T -= v
-                                else:
-                                    T += v
-                                n_use += 1
-                                rem[i] &= ~(one << j)
-                                if rem[i] == 0 or kk[i] >= kmax:
-                                    live &= ~(one << i)  # exhausted, or OB-b
-                                else:
-                                    tw[i] = ea[i] - (7 - msb9[rem[i]])
+                            rem[i] &= ~(one << msb9[rem[i]])
+                            if rem[i] == 0:
+                                live &= ~(one << i)  # exhausted
                             else:
-                                n_shift += 1
-                        live &= ~ob
-                        Tg = _shift_jam(T, base - sh_t)
+                                _present(i, rem[i], ea, sa, negm, msb9, tw, sneg)
+                        live &= ~ob                  # OB-a, OB-b
                         if group:
                             xg += Tg
                         else:
-                            _store(_align(zero[r], sign[r], exp[r], sig[r], E, F, Pk) + Tg, E,
-                                   F, Pk, r, zero, sign, exp, sig)
+                            _add_step(Tg, E, F, Pk, r, zero, sign, exp, sig)
                     if live == 0:
                         break
                 if group:
@@ -551,13 +558,8 @@ def _gemm_kernel_independent(S, ebP, sgbP, zmP, Mp, R, share, group, F, Pk, kmax
             for r in range(R):
                 n_wait += (col - fin[r]) * L
             gc[q, g] = col
-        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig)
-        cnt[q, 0] = n_use
-        cnt[q, 1] = n_exp
-        cnt[q, 2] = n_shift
-        cnt[q, 3] = 0
-        cnt[q, 4] = n_busy - n_use - n_shift
-        cnt[q, 5] = n_wait
+        _write_out(q, R, zero, sign, exp, sig, out_zero, out_sign, out_exp, out_sig, cnt, n_use,
+                   n_exp, n_shift, 0, n_busy - n_use - n_shift, n_wait)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import check_bool, check_choice, check_int, runtime
-from ..common import FORMATS, FloatFormat, check_patterns, fields, pack
+from ..common import FORMATS, FloatFormat, check_patterns, fields, fields_equal, pack
 
 #: the source formats Gecko codes (8-bit exponents, bias 127)
 SOURCE_FORMATS = ("fp32", "bf16")
@@ -301,8 +301,7 @@ class Footprint:
     def __eq__(self, other) -> bool:
         if not isinstance(other, Footprint):
             return NotImplemented
-        return all(np.array_equal(getattr(self, k), getattr(other, k))
-                   for k in self.__dataclass_fields__)
+        return fields_equal(self, other)
 
     __hash__ = None
 
