@@ -426,15 +426,15 @@ def test_capture_stats_on_a_folder_of_captures_and_other_analyses(tmp_path):
 
 
 def test_engine_capture_end_to_end(tmp_path, capsys, build):
-    engine = pytest.importorskip("flows.studies.train.engine")
     from flows.studies.train.data import load_dataset
+    from flows.studies.train.loop import train
     from flows.studies.train.formats import FORMATS
 
     data = load_dataset(None, 0, limit=200)
     d = tmp_path / "cap" / "fp32"
     meta = {"model": "cnn", "format": "fp32", "seed": 0, "batch_size": 16, "dataset": "digits"}
     with CaptureWriter(d, meta) as w:
-        engine.train("cnn", FORMATS["fp32"], data, 2, batch_size=16, capture=w)
+        train("cnn", FORMATS["fp32"], data, 2, batch_size=16, capture=w)
     man = captures.read_manifest(d)
     assert man["epochs"] == [1, 2] and man["complete"]
     layers = list(dict.fromkeys(g["layer"] for g in man["gemms"]))

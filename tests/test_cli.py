@@ -169,6 +169,12 @@ def test_bench_quick_prints_every_table(capsys, tmp_path, monkeypatch):
     assert "| N(0,1) |" in out and "| 50% zeros |" in out and "million values/min" in out
     assert (tmp_path / "bench" / "normal_8000.npy").exists()
     assert "| bfp_gemm 25x1024 . 1024x256, paper mode, mx = my = 4 |" in out
+    # the training GEMMs: every format beside float32, one thread and two, at the quick shape
+    assert "Training GEMMs, layer M = 25, K = 57, N = 64" in out
+    for name in ("float32", "bf16", "fpraker", "hbfp8", "hbfp12", "fast", "fast-low",
+                 "fast-high", "schrodinger", "bitwave"):
+        assert f"| {name} | 1 |" in out and f"| {name} | 2 |" in out, name
+    assert "≥ 0.02: met" in out or "≥ 0.02: missed" in out
 
 
 def test_manifest_describes_struct_port_fields(tmp_path, capsys):

@@ -129,9 +129,9 @@ def test_3_a_capture_problem_is_found_before_training(bad, finished_run, tmp_pat
         (cap / "fp32").write_text("a file")
     else:
         monkeypatch.setattr(runs.folders, "_writable", lambda folder: Path(folder) != cap)
-    from flows.studies.train import engine
+    from flows.studies.train import loop
 
-    monkeypatch.setattr(engine, "train", lambda *a, **k: pytest.fail("training started"))
+    monkeypatch.setattr(loop, "train", lambda *a, **k: pytest.fail("training started"))
     code, _, err = run(["train", *TINY_TRAIN, "--formats", "fp32", "-o", prev, "--capture",
                         cap], capsys)
     assert code == 2, err
@@ -206,7 +206,7 @@ def test_5_two_close_runs_into_one_folder_do_not_mix(tmp_path):
 
 
 def test_6_an_interrupted_capture_is_marked_incomplete(tmp_path, monkeypatch):
-    from flows.studies.train import engine
+    from flows.studies.train import loop
     from flows.studies.train import run as train_run
 
     def interrupted(model, cls, data, epochs, *, capture=None, **kwargs):
@@ -215,7 +215,7 @@ def test_6_an_interrupted_capture_is_marked_incomplete(tmp_path, monkeypatch):
         capture(2, 0, "fc", "fwd", x, y)
         raise KeyboardInterrupt  # Ctrl-C reaches the worker in epoch 2
 
-    monkeypatch.setattr(engine, "train", interrupted)
+    monkeypatch.setattr(loop, "train", interrupted)
 
     class Events:
         def put(self, event):

@@ -203,7 +203,7 @@ def test_errors(tmp_path, case, match):
 
 def test_end_to_end_with_the_engine(tmp_path):
     try:
-        from flows.studies.train.engine import train
+        from flows.studies.train.loop import train
     except ImportError:  # pragma: no cover - the engine is part of the tree
         pytest.skip("the training engine is not available")
     from flows.studies.train.data import load_dataset

@@ -92,7 +92,7 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--model", "resnet"], "unknown model 'resnet'"),
+    (["--model", "vgg"], "unknown model 'vgg'"),
     (["--formats", "fp32,fp7"], "unknown format 'fp7'"),
     (["--formats", "fp32,fp32"], "named twice"),
     (["--epochs", "0"], "--epochs: '0' is not an integer from 1 to 1,000"),

@@ -7,8 +7,10 @@ import pytest
 
 from flows.studies.train.data import DatasetError, load_dataset
 from flows.studies.train.engine import (
-    DEFAULTS, MODELS, PACT, AvgPool2d, Context, Conv2d, Flatten, GELU, Linear, MaxPool2d, ReLU,
-    build_model, softmax_cross_entropy, train)
+    DEFAULTS, PACT, AvgPool2d, Context, Conv2d, Flatten, GELU, Linear, MaxPool2d, ReLU,
+    softmax_cross_entropy)
+from flows.studies.train.loop import train
+from flows.studies.train.models import MODELS, build_model
 from flows.studies.train.formats import FORMATS
 from flows.studies.train.formats.base import Format, RunInfo
 
@@ -208,9 +210,12 @@ def test_softmax_cross_entropy():
 def test_float32_throughout():
     data = load_dataset(None, 0, limit=40)
     for name in MODELS:
-        model = build_model(name, data.input_shape, data.classes, 0)
+        # lenet's two 5x5 convolutions and poolings need 12x12: the digits padded
+        x = data.x_train[:8] if name != "lenet" else np.pad(data.x_train[:8],
+                                                            ((0, 0), (0, 0), (2, 2), (2, 2)))
+        model = build_model(name, x.shape[1:], data.classes, 0)
         ctx = Context(Format(RUN))
-        logits = model.forward(data.x_train[:8], ctx)
+        logits = model.forward(x, ctx)
         assert logits.dtype == np.float32
         _, d = softmax_cross_entropy(logits, data.y_train[:8])
         model.backward(d, ctx)
@@ -227,8 +232,8 @@ def test_models_layers_and_errors():
         assert [(i.name, i.kind, i.weight_shape) for i in m.infos] == [
             ("conv1", "conv", (9, 16)), ("conv2", "conv", (144, 32)), ("fc", "linear", (128, 10))]
     assert sum(isinstance(l, PACT) for l in build_model("cnn-q4", (1, 8, 8), 10, 0).layers) == 2
-    with pytest.raises(ValueError, match="unknown model 'resnet'.*mlp, cnn, cnn-q4"):
-        build_model("resnet", (1, 8, 8), 10, 0)
+    with pytest.raises(ValueError, match="unknown model 'vgg'.*mlp, cnn, cnn-q4, lenet, resnet"):
+        build_model("vgg", (1, 8, 8), 10, 0)
     with pytest.raises(ValueError, match="needs image data"):
         build_model("cnn", (64,), 10, 0)
     assert build_model("mlp", (64,), 10, 0).infos[0].weight_shape == (64, 256)
@@ -557,3 +562,103 @@ def test_sgd_momentum_and_decay_on_weights_only():
     v = 0.9 * np.float32([0.1, -0.2]) + 0.1 * np.float32([0.95, -1.9])
     np.testing.assert_allclose(w.value, np.float32([0.95, -1.9]) - 0.5 * v, rtol=1e-6)
     assert b.value[0] == pytest.approx(0.5) and w.value.dtype == np.float32
+
+
+# ------------------------------------------------------------------------------------------------
+# residual models: batch normalization, residual blocks, global average pooling
+
+
+def check_training_layer(layer, x, params=()):
+    """:func:`check_layer` for a layer whose training forward differs from its evaluation
+    (batch normalization): the finite differences are taken on the training forward."""
+    rng = np.random.default_rng(1)
+    out = layer.forward(x, _ctx())
+    r = rng.standard_normal(out.shape)
+    gx = layer.backward(r, _ctx())
+    grads = {p.name: p.grad for p in layer.params()}
+
+    def loss():
+        y = layer.forward(x, _ctx())
+        layer._xhat = layer._inv = None
+        return float(np.sum(y * r))
+
+    assert_grad(gx, numeric_grad(loss, x))
+    for p in layer.params():
+        if p.name.split(".")[-1] in params:
+            assert_grad(grads[p.name], numeric_grad(loss, p.value))
+
+
+def test_batch_norm_gradients_and_statistics():
+    from flows.studies.train.blocks import BatchNorm2d
+
+    rng = np.random.default_rng(0)
+    bn = _f64(BatchNorm2d("bn", 3))
+    bn.gamma.value = rng.standard_normal(3)
+    bn.beta.value = rng.standard_normal(3)
+    x = 2 + 3 * rng.standard_normal((4, 3, 3, 2))
+    check_training_layer(bn, x, params=("gamma", "beta"))
+    # the training output is normalized per channel; evaluation uses the running estimates
+    bn2 = BatchNorm2d("bn2", 3)
+    y = bn2.forward(x.astype(np.float32), _ctx())
+    np.testing.assert_allclose(y.mean(axis=(0, 2, 3)), 0, atol=1e-5)
+    np.testing.assert_allclose(y.std(axis=(0, 2, 3)), 1, atol=1e-3)
+    n = x.size // 3
+    np.testing.assert_allclose(bn2.mean, 0.1 * x.mean(axis=(0, 2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(bn2.var, 0.9 + 0.1 * x.var(axis=(0, 2, 3)) * n / (n - 1),
+                               rtol=1e-5)
+    ev = bn2.forward(x.astype(np.float32), _ctx(training=False))
+    want = (x - bn2.mean[None, :, None, None]) / np.sqrt(bn2.var[None, :, None, None] + 1e-5)
+    np.testing.assert_allclose(ev, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_residual_block_gradients(down):
+    from flows.studies.train.blocks import GlobalAvgPool, Residual
+
+    rng = np.random.default_rng(3)
+    c, oc = 2, 3 if down else 2
+    main = [_f64(Conv2d("a", rng.standard_normal((c * 9, oc)), rng.standard_normal(oc), c, 3,
+                        2 if down else 1, 1)), ReLU(),
+            _f64(Conv2d("b", rng.standard_normal((oc * 9, oc)), rng.standard_normal(oc), oc, 3,
+                        1, 1))]
+    short = ([_f64(Conv2d("d", rng.standard_normal((c, oc)), rng.standard_normal(oc), c, 1, 2,
+                          0))] if down else [])
+    block = Residual("blk", main, short)
+    assert block.sublayers() == main + short
+    check_layer(block, rng.standard_normal((2, c, 5, 5)))
+    check_layer(GlobalAvgPool(), rng.standard_normal((2, 3, 4, 5)))
+    # the block is the sum of its branches
+    x = rng.standard_normal((2, c, 5, 5))
+    y, s = x, x
+    for layer in main:
+        y = layer.forward(y, _ctx())
+    for layer in short:
+        s = layer.forward(s, _ctx())
+    np.testing.assert_allclose(block.forward(x, _ctx()), y + s)
+
+
+def test_lenet_and_resnet_shapes():
+    from flows.studies.train.models import gemm_shapes
+
+    lenet = gemm_shapes("lenet", (1, 28, 28), 10)
+    assert [(g["layer"], g["rows"], g["K"], g["N"]) for g in lenet] == [
+        ("conv1", 784, 25, 6), ("conv2", 100, 150, 16), ("fc1", 1, 400, 120),
+        ("fc2", 1, 120, 84), ("fc3", 1, 84, 10)]
+    assert sum(p.value.size for p in build_model("lenet", (1, 28, 28), 10, 0).params()) == 61_706
+    resnet = gemm_shapes("resnet", (1, 28, 28), 10)
+    ks = [g["K"] for g in resnet]
+    # ResNet-18's reductions: 9 C for C = 64, 128, 256, most GEMMs at K >= 576
+    assert sorted(set(k for k in ks if k >= 576)) == [576, 1152, 2304]
+    assert sum(k >= 576 for k in ks) == 12 and len(ks) == 16
+    model = build_model("resnet", (1, 28, 28), 10, 0)
+    assert [i.name for i in model.infos] == [g["layer"] for g in resnet]
+    with pytest.raises(ValueError, match="at least 12x12"):
+        build_model("lenet", (1, 8, 8), 10, 0)
+
+
+def test_resnet_trains_on_digits():
+    """A few epochs of the residual model on digits in FP32 learn (batch norm, blocks, the
+    nested layers' parameters all updated)."""
+    data = load_dataset(None, 0, limit=300)
+    res = train("resnet", Format, data, 3, batch_size=32, seed=0)
+    assert res["diverged_at"] is None and res["final_test_accuracy"] > 0.5

@@ -220,7 +220,7 @@ _ENGINE = importlib.util.find_spec("flows.studies.train.engine") is not None
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_smoke_training(name):
     from flows.studies.train.data import load_dataset
-    from flows.studies.train.engine import train
+    from flows.studies.train.loop import train
 
     data = load_dataset(None, 0, limit=200)
     r = train("cnn", ALL[name], data, 2)

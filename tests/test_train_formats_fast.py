@@ -265,22 +265,12 @@ def test_formats_table_and_markdown():
 # ----------------------------------------------------------------------------------------------
 # end to end, through the training engine
 
-def _engine():
-    try:
-        from flows.studies.train import engine
-    except ImportError:  # pragma: no cover - the engine is part of the tree
-        pytest.skip("the training engine is not available")
-    if not hasattr(engine, "train"):  # pragma: no cover
-        pytest.skip("the training engine has no train()")
-    return engine
-
-
 def test_end_to_end_cnn_two_epochs(tmp_path: Path):
-    engine = _engine()
     from flows.studies.train.data import load_dataset
+    from flows.studies.train.loop import train
 
     d = load_dataset(None, 0, limit=200)
-    res = engine.train("cnn", FAST, d, 2, seed=0)
+    res = train("cnn", FAST, d, 2, seed=0)
     assert res["diverged_at"] is None and len(res["epochs"]) == 2
     assert 0.0 <= res["final_test_accuracy"] <= 1.0
     s = res["format"]

@@ -422,7 +422,7 @@ def test_errors():
 @pytest.mark.parametrize("name", ["schrodinger", "bitwave"])
 def test_smoke_training(name):
     from flows.studies.train.data import load_dataset
-    from flows.studies.train.engine import train
+    from flows.studies.train.loop import train
     data = load_dataset(None, 0, limit=200)
     r = train("cnn", FORMATS[name], data, 2)
     assert r["diverged_at"] is None

@@ -30,6 +30,13 @@ THREADS = (1, 2)
 _ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
+def shape(scale: int = 1) -> tuple:
+    """The benchmarked ``(M, K, N)``: :data:`SHAPE`, with ``M`` and ``K`` divided by ``scale``
+    (``--quick``: 10), at least 16."""
+    M, K, N = SHAPE
+    return max(16, M // scale), max(16, K // scale), N
+
+
 def _operands(M, K, N, seed):
     rng = np.random.default_rng(seed)
     a = np.maximum(rng.standard_normal((M, K)), 0).astype(np.float32)
@@ -56,7 +63,7 @@ def measure(scale: int = 1, seed: int = 0) -> dict:
     """MAC/s of float32 and of every format, per phase, in this process's thread setting."""
     from flows.studies.train.formats import FORMATS, LayerInfo, RunInfo
 
-    M, K, N = SHAPE
+    M, K, N = shape(scale)
     macs = M * K * N
     ops = _operands(M, K, N, seed)
     budget = 0.5 / scale
@@ -89,7 +96,7 @@ def _in_process(threads: int, scale: int, seed: int) -> dict:
 def gemm_table(scale: int = 1, seed: int = 0) -> str:
     """``trainfab bench``'s training-GEMM table: per format and thread setting, M MAC/s in each
     phase, and the ratio of the three phases' total time to float32's."""
-    M, K, N = SHAPE
+    M, K, N = shape(scale)
     lines = [f"Training GEMMs, layer M = {M}, K = {K}, N = {N} in its three phases "
              "(million MACs per second; ratio = float32 time / format time over the three "
              "phases)", "",
@@ -109,7 +116,7 @@ def gemm_table(scale: int = 1, seed: int = 0) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SHAPE", "GOALS", "THREADS", "measure", "gemm_table"]
+__all__ = ["SHAPE", "GOALS", "THREADS", "shape", "measure", "gemm_table"]
 
 
 if __name__ == "__main__":

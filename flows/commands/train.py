@@ -10,7 +10,8 @@ from .common import span
 def add_arguments(p) -> None:
     from ..studies.train import run as train_run
 
-    p.add_argument("--model", default="cnn", help="mlp, cnn or cnn-q4 (default %(default)s)")
+    p.add_argument("--model", default="cnn",
+                   help="mlp, cnn, cnn-q4, lenet or resnet (default %(default)s)")
     p.add_argument("--formats", default="all", metavar="LIST",
                    help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
                         "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave")

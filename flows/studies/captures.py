@@ -131,7 +131,7 @@ class CaptureWriter:
         The run, copied into the manifest: ``model``, ``format``, ``seed``, ``batch_size``,
         ``dataset`` (any JSON values; the keys of :data:`RESERVED` are refused).
 
-    Use it as ``capture`` callback of :func:`flows.studies.train.engine.train` directly
+    Use it as ``capture`` callback of :func:`flows.studies.train.loop.train` directly
     (``writer(epoch, iteration, layer, phase, x, y)``), or call :meth:`add`; finish with
     :meth:`close` or a ``with`` block.  Epochs must come in increasing order; a (layer, phase)
     may appear once per epoch.

@@ -1,37 +1,24 @@
-"""The NumPy training engine of ``trainfab train``: small networks trained in any number format.
+"""The layers of the NumPy training engine of ``trainfab train``.
 
-A model is a sequence of layers with a float32 forward and backward pass.  Every GEMM of the
-three training phases of a layer with weights (``fwd``, ``bwd_data``, ``wgrad``) goes through the
-number format's :meth:`~flows.studies.train.formats.base.Format.matmul`, and the tensors kept
-between passes go through its storage hooks, in the order given in
-:mod:`flows.studies.train.formats.base`; everything else (bias additions, activations, pooling,
-the loss and the optimizer) is FP32.  A convolution is one GEMM on its im2col matrix, so a format
-sees 2-D operands only.  Every layer with weights runs all three GEMMs, the first layer's data
-gradient included, so that a format sees the complete set of GEMMs of a training iteration.
+A model is a sequence of layers with a float32 forward and backward pass; a layer may hold
+layers of its own (a residual block).  Every GEMM of the three training phases of a layer with
+weights (``fwd``, ``bwd_data``, ``wgrad``) goes through the number format's
+:meth:`~flows.studies.train.formats.base.Format.matmul`, and the tensors kept between passes go
+through its storage hooks, in the order given in :mod:`flows.studies.train.formats.base`;
+everything else (bias additions, activations, pooling, batch normalization, the loss and the
+optimizer) is FP32.  A convolution is one GEMM on its im2col matrix, so a format sees 2-D
+operands only.  Every layer with weights runs all three GEMMs, the first layer's data gradient
+included, so that a format sees the complete set of GEMMs of a training iteration.
 
-Models (:func:`build_model`):
-
-``mlp``
-    flattened input → 256 → 128 → classes, ReLU (64-256-128-10 on 8x8 digits).
-``cnn``
-    two stages of 3x3 convolution (padding 1) + ReLU + 2x2 max pooling, 16 and 32 channels, then
-    a linear classifier.
-``cnn-q4``
-    ``cnn`` with each ReLU replaced by PACT: activations clipped to a learned [0, α] and
-    quantized to 4 bits.
-
-:func:`train` runs a model in one format and returns its per-epoch records.  A run is
-deterministic: the same arguments give the same records, bit for bit.  Epochs are counted from 1
-and mini-batches (iterations) from 0, in the format hooks, the callbacks and the records alike.
+The models are built in :mod:`flows.studies.train.models` (residual blocks and batch
+normalization in :mod:`flows.studies.train.blocks`); :func:`flows.studies.train.loop.train`
+trains one in one format.
 """
-
-import contextlib
-from functools import partial
 from typing import Callable
 
 import numpy as np
 
-from .formats.base import Format, LayerInfo, RunInfo
+from .formats.base import Format, LayerInfo
 
 #: the hyperparameters ``trainfab train`` uses unless told otherwise; with them every model
 #: reaches its accuracy on the digits data set in a few seconds of FP32 training
@@ -122,6 +109,10 @@ class Layer:
     name = ""
 
     def params(self) -> list[Param]:
+        return []
+
+    def sublayers(self) -> list["Layer"]:
+        """The layers this one runs (a block's); none for a plain layer."""
         return []
 
     def forward(self, x: np.ndarray, ctx: Context) -> np.ndarray:
@@ -496,10 +487,11 @@ class Model:
     Attributes
     ----------
     name : str
-        The model name given to :func:`build_model`.
+        The model name given to :func:`flows.studies.train.models.build_model`.
     layers : list of Layer
     gemm_layers : list
-        The layers with weights (Linear, Conv2d), in forward order.
+        The layers with weights (Linear, Conv2d), in forward order, those inside blocks
+        included.
     infos : tuple of LayerInfo
         What a format knows about those layers.
     """
@@ -507,14 +499,16 @@ class Model:
     def __init__(self, name: str, layers: list[Layer]):
         self.name = name
         self.layers = layers
-        self.gemm_layers = [l for l in layers if isinstance(l, _GemmLayer)]
-        names = [l.name for l in layers if l.name]
+        every = list(walk(layers))
+        self.gemm_layers = [l for l in every if isinstance(l, _GemmLayer)]
+        names = [l.name for l in every if l.name]
         if len(names) != len(set(names)):
             raise ValueError(f"duplicate layer names in {names}")
         self.infos = tuple(l.info for l in self.gemm_layers)
+        self._params = [p for l in every for p in l.params()]
 
     def params(self) -> list[Param]:
-        return [p for l in self.layers for p in l.params()]
+        return self._params
 
     def forward(self, x: np.ndarray, ctx: Context) -> np.ndarray:
         """Input batch → logits (N, classes)."""
@@ -527,6 +521,13 @@ class Model:
         for layer in reversed(self.layers):
             g = layer.backward(g, ctx)
         return g
+
+
+def walk(layers):
+    """Every layer of ``layers`` and, after each, the layers it holds, in forward order."""
+    for layer in layers:
+        yield layer
+        yield from walk(layer.sublayers())
 
 
 def kaiming_uniform(rng: np.random.Generator, fan_in: int, shape: tuple) -> np.ndarray:
@@ -555,241 +556,6 @@ class SGD:
             p.value = (p.value - self.lr * v).astype(_F32, copy=False)
 
 
-def _conv_stack(c, h, w, classes, rng, act):
-    if h // 4 < 1 or w // 4 < 1:
-        raise ValueError(f"the conv models need images of at least 4x4 pixels, got {h}x{w}")
-    c1, c2 = 16, 32
-    return [
-        Conv2d("conv1", kaiming_uniform(rng, c * 9, (c * 9, c1)), np.zeros(c1, _F32), c, 3, 1, 1),
-        act(1), MaxPool2d(2),
-        Conv2d("conv2", kaiming_uniform(rng, c1 * 9, (c1 * 9, c2)), np.zeros(c2, _F32), c1, 3, 1, 1),
-        act(2), MaxPool2d(2),
-        Flatten(),
-        Linear("fc", kaiming_uniform(rng, c2 * (h // 4) * (w // 4),
-                                     (c2 * (h // 4) * (w // 4), classes)), np.zeros(classes, _F32)),
-    ]
-
-
-def _mlp(shape, classes, rng):
-    f = int(np.prod(shape))
-    dims = [f, 256, 128, classes]
-    layers: list[Layer] = [Flatten()]
-    for i in range(3):
-        layers.append(Linear(f"fc{i + 1}", kaiming_uniform(rng, dims[i], (dims[i], dims[i + 1])),
-                             np.zeros(dims[i + 1], _F32)))
-        if i < 2:
-            layers.append(ReLU())
-    return layers
-
-
-def _cnn(shape, classes, rng):
-    return _conv_stack(*shape, classes, rng, lambda i: ReLU())
-
-
-def _cnn_q4(shape, classes, rng):
-    return _conv_stack(*shape, classes, rng, lambda i: PACT(f"act{i}", PACT_ALPHA, PACT_BITS))
-
-
-#: model name → (needs images (C, H, W), builder, one-line description)
-MODELS = {
-    "mlp": (False, _mlp, "flattened input → 256 → 128 → classes, ReLU"),
-    "cnn": (True, _cnn, "2 x (conv3x3 + ReLU + 2x2 max pool), 16/32 channels, linear head"),
-    "cnn-q4": (True, _cnn_q4, "cnn with PACT 4-bit activations (learned clip) for the ReLUs"),
-}
-
-
-def build_model(name: str, input_shape: tuple, classes: int, seed: int) -> Model:
-    """The named model with He-uniform weights drawn from ``np.random.default_rng(seed)``.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`MODELS`.
-    input_shape : tuple
-        One sample's shape: (C, H, W) images or (F,) feature vectors (``mlp`` only).
-    classes : int
-        Number of output classes.
-    seed : int
-
-    Raises
-    ------
-    ValueError
-        An unknown model name (the message lists the known ones), or data the model cannot
-        take (flat features for a conv model, images too small for two poolings).
-    """
-    if name not in MODELS:
-        raise ValueError(f"unknown model '{name}' (known: {', '.join(MODELS)})")
-    images, builder, _ = MODELS[name]
-    shape = tuple(int(s) for s in input_shape)
-    if images and len(shape) != 3:
-        raise ValueError(f"model '{name}' needs image data (N, C, H, W); this data set has "
-                         f"samples of shape {shape} (use mlp for flat feature vectors)")
-    if classes < 2:
-        raise ValueError(f"a classifier needs at least 2 classes, got {classes}")
-    return Model(name, builder(shape, classes, np.random.default_rng(seed)))
-
-
-# ------------------------------------------------------------------------------------------------
-# training
-
-
-def evaluate(model: Model, fmt: Format, x: np.ndarray, y: np.ndarray, batch_size: int) -> float:
-    """Accuracy in [0, 1] of ``model`` on (x, y), in mini-batches of ``batch_size``.
-
-    The forward pass goes through the format's stashes and ``fwd`` GEMMs, as in training (a
-    format quantizes inference too); no training hook (``begin_step``, ``stash_grad``,
-    ``store_weight``, ``end_step``) is called.
-    """
-    if len(x) == 0:
-        return float("nan")
-    ctx = Context(fmt, training=False)
-    correct = 0
-    for i in range(0, len(x), batch_size):
-        logits = model.forward(x[i:i + batch_size], ctx)
-        correct += int(np.count_nonzero(logits.argmax(axis=1) == y[i:i + batch_size]))
-    return correct / len(x)
-
-
-def _one_blas_thread():
-    """A context in which BLAS runs on one thread: the engine's GEMMs are small, and a
-    multi-threaded BLAS spends far longer synchronizing its threads than computing (tens of
-    times longer on a busy machine).  A no-op without threadpoolctl."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - installed with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _finite(model: Model) -> bool:
-    return all(np.isfinite(p.value).all() for p in model.params())
-
-
-def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epochs: int,
-          batch_size: int = DEFAULTS["batch_size"], lr: float = DEFAULTS["lr"],
-          momentum: float = DEFAULTS["momentum"], weight_decay: float = DEFAULTS["weight_decay"],
-          seed: int = DEFAULTS["seed"], on_epoch: Callable | None = None,
-          on_batch: Callable | None = None, capture: Callable | None = None,
-          schedule: str = DEFAULTS["schedule"]) -> dict:
-    """Train ``model_name`` on ``data`` in one number format.
-
-    Each epoch visits the training set in a new order drawn from ``(seed, epoch)`` (the last
-    mini-batch may be smaller), calling the format's hooks in the order of
-    :mod:`flows.studies.train.formats.base`, then evaluates the test set through the same
-    format.  A non-finite training loss, or non-finite parameters at the end of an epoch, stop
-    the run: that epoch is reported as ``diverged_at`` and gets no record.
-
-    Parameters
-    ----------
-    model_name : str
-        One of :data:`MODELS`.
-    fmt_factory : callable
-        ``fmt_factory(run_info) -> Format``, called once with the run's :class:`RunInfo`.
-    data : Dataset
-        From :func:`flows.studies.train.data.load_dataset`.
-    epochs : int
-        Number of epochs (≥ 1).
-    batch_size, lr, momentum, weight_decay : float
-        Mini-batch size and SGD hyperparameters (:class:`SGD`); defaults in :data:`DEFAULTS`.
-        ``lr`` is the initial learning rate.
-    seed : int
-        Seeds the initialization, the data order and the format (``RunInfo.seed``).
-    on_epoch : callable, optional
-        ``on_epoch(record)`` after each epoch's record is made.
-    on_batch : callable, optional
-        ``on_batch(epoch, iteration, iterations, loss)`` after each mini-batch (also the one
-        whose loss diverged).
-    capture : callable, optional
-        ``capture(epoch, iteration, layer, phase, x, y)``, called for every GEMM of each epoch's
-        first mini-batch (iteration 0) with the operands exactly as passed to ``fmt.matmul``.
-    schedule : str
-        The learning-rate schedule, one of :data:`SCHEDULES` (default cosine annealing to 0
-        over the run).
-
-    Returns
-    -------
-    dict
-        ``epochs``: one record per completed epoch, ``{"epoch", "loss" (mean training loss),
-        "train_accuracy" (on the mini-batches as they were trained), "test_accuracy",
-        "format" (what ``fmt.end_epoch`` returned)}``; ``final_test_accuracy``: the last
-        epoch's test accuracy, None if the run diverged; ``best_epoch``: the epoch with the
-        highest test accuracy (the first of equals), None without records; ``diverged_at``: the
-        epoch the run diverged in, or None; ``format``: ``fmt.summary_record()``.
-        Accuracies are fractions in [0, 1].
-    """
-    if epochs < 1:
-        raise ValueError(f"epochs must be at least 1, got {epochs}")
-    if batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, got {batch_size}")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown learning-rate schedule '{schedule}' "
-                         f"(known: {', '.join(SCHEDULES)})")
-    rate = SCHEDULES[schedule]
-    model = build_model(model_name, data.input_shape, data.classes, seed)
-    x_train = np.ascontiguousarray(data.x_train, dtype=_F32)
-    y_train = np.asarray(data.y_train, dtype=np.intp)
-    x_test = np.ascontiguousarray(data.x_test, dtype=_F32)
-    y_test = np.asarray(data.y_test, dtype=np.intp)
-    n = len(x_train)
-    iterations = -(-n // batch_size)
-    fmt = fmt_factory(RunInfo(layers=model.infos, epochs=epochs, iterations=iterations,
-                              seed=seed))
-    opt = SGD(lr, momentum, weight_decay)
-    params = model.params()
-    records: list[dict] = []
-    diverged_at = None
-    # a diverging low-precision run overflows on purpose; it is reported through diverged_at
-    with _one_blas_thread(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for epoch in range(1, epochs + 1):
-            order = np.random.default_rng((seed, epoch)).permutation(n)
-            loss_sum, correct = 0.0, 0
-            for it in range(iterations):
-                idx = order[it * batch_size:(it + 1) * batch_size]
-                xb, yb = x_train[idx], y_train[idx]
-                fmt.begin_step(epoch, it)
-                cap = partial(capture, epoch, it) if capture is not None and it == 0 else None
-                ctx = Context(fmt, training=True, capture=cap)
-                logits = model.forward(xb, ctx)
-                loss, dlogits = softmax_cross_entropy(logits, yb)
-                if not np.isfinite(loss):
-                    diverged_at = epoch
-                    if on_batch is not None:
-                        on_batch(epoch, it, iterations, loss)
-                    break
-                loss_sum += loss * len(idx)
-                correct += int(np.count_nonzero(logits.argmax(axis=1) == yb))
-                model.backward(dlogits, ctx)
-                opt.lr = _F32(rate(lr, (epoch - 1) * iterations + it, epochs * iterations))
-                opt.step(params)
-                for layer in model.gemm_layers:
-                    layer.w.value = fmt.store_weight(layer.w.value, layer.name)
-                fmt.end_step(loss)
-                if on_batch is not None:
-                    on_batch(epoch, it, iterations, loss)
-            if diverged_at is not None:
-                break
-            fmt_record = fmt.end_epoch(epoch)
-            if not _finite(model):
-                diverged_at = epoch
-                break
-            record = {"epoch": epoch, "loss": loss_sum / n, "train_accuracy": correct / n,
-                      "test_accuracy": evaluate(model, fmt, x_test, y_test, batch_size),
-                      "format": fmt_record}
-            records.append(record)
-            if on_epoch is not None:
-                on_epoch(record)
-    best = max(records, key=lambda r: r["test_accuracy"], default=None)
-    return {
-        "epochs": records,
-        "final_test_accuracy": (records[-1]["test_accuracy"]
-                                if records and diverged_at is None else None),
-        "best_epoch": best["epoch"] if best is not None else None,
-        "diverged_at": diverged_at,
-        "format": fmt.summary_record(),
-    }
-
-
-__all__ = ["DEFAULTS", "SCHEDULES", "MODELS", "PACT_ALPHA", "PACT_BITS", "Param", "Context", "Layer", "Linear",
-           "Conv2d", "ReLU", "GELU", "MaxPool2d", "AvgPool2d", "Flatten", "PACT",
-           "softmax_cross_entropy", "Model", "kaiming_uniform", "SGD", "build_model", "evaluate",
-           "train"]
+__all__ = ["DEFAULTS", "SCHEDULES", "PACT_ALPHA", "PACT_BITS", "Param", "Context", "Layer",
+           "Linear", "Conv2d", "ReLU", "GELU", "MaxPool2d", "AvgPool2d", "Flatten", "PACT",
+           "softmax_cross_entropy", "Model", "walk", "kaiming_uniform", "SGD"]

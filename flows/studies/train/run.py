@@ -72,7 +72,7 @@ def _formats():
 
 
 def _models():
-    from .engine import MODELS
+    from .models import MODELS
 
     return MODELS
 
@@ -174,7 +174,7 @@ def validate(opts: TrainOptions):
         data = load_dataset(opts.dataset, opts.seed, limit=opts.limit)
     except DatasetError as e:
         raise FlowError(str(e)) from None
-    from .engine import build_model
+    from .models import build_model
 
     try:
         build_model(opts.model, data.input_shape, data.classes, opts.seed)
@@ -188,7 +188,7 @@ def validate(opts: TrainOptions):
 
 def _train_one(name: str, opts: TrainOptions, events) -> dict:
     """Train ``opts.model`` in format ``name``; progress goes to ``events`` (a queue)."""
-    from . import engine
+    from . import engine, loop
     from .data import load_dataset
 
     data = load_dataset(opts.dataset, opts.seed, limit=opts.limit)
@@ -217,9 +217,9 @@ def _train_one(name: str, opts: TrainOptions, events) -> dict:
         kwargs["batch_size"] = opts.batch_size
     finished = False
     try:
-        result = engine.train(opts.model, cls, data, opts.epochs or engine.DEFAULTS["epochs"],
-                              seed=opts.seed, on_epoch=on_epoch,
-                              on_batch=on_batch, capture=capture if writer else None, **kwargs)
+        result = loop.train(opts.model, cls, data, opts.epochs or engine.DEFAULTS["epochs"],
+                            seed=opts.seed, on_epoch=on_epoch,
+                            on_batch=on_batch, capture=capture if writer else None, **kwargs)
         finished = True
     finally:
         if writer is not None:

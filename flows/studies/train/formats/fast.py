@@ -57,11 +57,11 @@ format instance, the lanes' initial LFSR states drawn from ``numpy.random.defaul
 (16 non-zero 16-bit values), advanced in the engine's GEMM order; a run is therefore
 deterministic.
 
-Run time: the golden fMAC model costs about 0.4 µs of CPU per group pair and round (an FP32
-conversion of the round's sum and an FP32 addition, bit by bit in NumPy), so a 4 x 4-bit group
-pair (4 rounds) costs four times a 2 x 2-bit one.  One epoch of ``cnn`` on the digits set takes
-about 8 s with ``fast-low``, 25 s with ``fast-high`` and 10 to 24 s with ``fast`` (its share of
-4-bit tensors grows during training); ``mlp`` about 3, 11 and 8 to 12 s.
+Run time: the compiled kernels cost about 3 ns of CPU per fMAC round and output element
+(the round's BLAS product, an FP32 conversion of its sum and an FP32 addition), so a 4 x 4-bit
+group pair (4 rounds) costs about four times a 2 x 2-bit one; ``trainfab bench --gemms``
+measures the formats' GEMMs beside NumPy's float32 matmul (on a 256 x 576 x 64 GEMM with
+4-bit operands the golden model's NumPy rounds take about 50 times as long).
 
 Non-finite operands: the golden model rejects Inf/NaN (BFP cannot hold them).  A diverging
 run's GEMM with a non-finite operand returns all NaN, so that the engine reports the divergence;
