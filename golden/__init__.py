@@ -6,8 +6,8 @@ bfloat16, ``uint32`` FP32); they never use floating point as a shortcut for the 
 specified.  This package imports NumPy only; numba (:mod:`golden.common.jit`), when it is
 installed, only behind the fast kernels that stand beside the models and are property-tested
 against them bit for bit: the FPRaker tile GEMM's engine (:mod:`golden.fpraker.gemm`), the
-HBFP GEMM (:mod:`golden.equinox.hbfp_kernel`) and FAST's GEMM and converter
-(:mod:`golden.fast.gemm_kernel`).  The training formats use the kernels; the models stay the
+HBFP GEMM (:mod:`golden.equinox.hbfp_kernel`), FAST's GEMM and converter
+(:mod:`golden.fast.gemm_kernel`) and the bfloat16 rounding (:mod:`golden.common.bf16_kernel`).  The training formats use the kernels; the models stay the
 specification.
 """
 

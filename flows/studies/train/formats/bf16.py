@@ -8,7 +8,7 @@ engine keeps between passes stay FP32, as in mixed-precision training.
 
 import numpy as np
 
-from golden.common import bf16_to_float, float_to_bf16
+from golden.common.bf16_kernel import bf16_round_fast
 
 from .base import Format
 
@@ -17,8 +17,9 @@ def bf16_round(x: np.ndarray) -> np.ndarray:
     """``x`` rounded to bfloat16 (round to nearest, ties to even) and widened back to float32.
 
     The rounding is the golden helper :func:`golden.common.float_to_bf16` (integer RNE on the
-    FP32 bit pattern); values that round past the largest finite bfloat16 become ±Inf and NaN
-    stays NaN.
+    FP32 bit pattern), computed by its compiled copy
+    :func:`golden.common.bf16_kernel.bf16_round_fast` (the same bits); values that round past
+    the largest finite bfloat16 become ±Inf and NaN stays NaN.
 
     Parameters
     ----------
@@ -30,7 +31,7 @@ def bf16_round(x: np.ndarray) -> np.ndarray:
     numpy.ndarray
         float32, ``x``'s shape; every value is a bfloat16 value.
     """
-    return np.asarray(bf16_to_float(float_to_bf16(np.asarray(x, dtype=np.float32))))
+    return bf16_round_fast(x)
 
 
 class BF16(Format):
