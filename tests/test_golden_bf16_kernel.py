@@ -46,6 +46,7 @@ def test_shapes_and_the_bf16_format():
     x = np.random.default_rng(2).standard_normal((3, 5, 7)).astype(np.float32)
     y = bf16_round_fast(x)
     assert y.shape == x.shape and y.dtype == np.float32
+    assert bf16_round_fast(np.float32(1.00390625)).shape == ()
     assert np.array_equal(bf16_round(x).view(np.uint32), reference(x.view(np.uint32)))
     assert np.array_equal(bf16_round(x[:, 1:, ::2]).view(np.uint32),
                           reference(np.ascontiguousarray(x[:, 1:, ::2]).view(np.uint32)))

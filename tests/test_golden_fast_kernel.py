@@ -118,3 +118,33 @@ def test_errors_are_the_references():
         gemm_quantized_fast(xq, yq, mode="fast")
     with pytest.raises(FastInputError, match="dataflow"):
         gemm_quantized_fast(xq, yq, dataflow="back")
+
+
+def test_inputs_the_reference_refuses_or_handles_apart():
+    """Non-finite groups, bad random values, magnitudes wider than m, empty reductions and
+    narrow unsigned exponents: the kernel gives the reference's error or result."""
+    ok = np.ones((2, 16), np.float32).view(np.uint32).copy()
+    inf = ok.copy()
+    inf[0, 3] = 0x7F800000
+    with pytest.raises(FastInputError):
+        quantize_groups_fast(inf, 4, "trunc")
+    for rand in (np.full((2, 16), 256), np.full((2, 16), -1), np.full((2, 16), 3.0),
+                 np.zeros((2, 8), np.int64), None):
+        with pytest.raises(FastInputError):
+            quantize_groups_fast(ok, 4, "sr", rand)
+    wide = Quantized(np.array([[120]]), np.zeros((1, 1, 16), np.int64),
+                     np.full((1, 1, 16), 4000), 8)
+    with pytest.raises(ValueError):
+        gemm_quantized_fast(wide, wide, "fwd", "exact")
+    empty = Quantized(np.zeros((2, 0), np.int64), np.zeros((2, 0, 16), np.int64),
+                      np.zeros((2, 0, 16), np.int64), 4)
+    assert np.array_equal(gemm_quantized_fast(empty, empty), gemm_quantized(empty, empty))
+    # uint8 exponents: the exponent arithmetic is done in int64 in both
+    xq = Quantized(np.array([[1]], np.uint8), np.zeros((1, 1, 16), np.int64),
+                   np.full((1, 1, 16), 3), 8)
+    yq = Quantized(np.array([[200]], np.uint8), np.zeros((1, 1, 16), np.int64),
+                   np.full((1, 1, 16), 3), 8)
+    for mode in ("paper", "exact"):
+        ref = gemm_quantized(xq, yq, "fwd", mode)
+        assert ref[0, 0] == 0x21900000       # 16 * 3 * 3 * 2**((1 - 6 - 128) + (200 - 6 - 128))
+        assert np.array_equal(gemm_quantized_fast(xq, yq, "fwd", mode), ref)

@@ -139,3 +139,16 @@ def test_the_formats_three_phases_use_the_reference_bits(name):
         got = fmt.matmul(x, y, phase, "conv")
         want = np.asarray(bf16_to_float(hbfp_matmul(x, y, fmt.T, fmt.m, fmt.A)))
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), phase
+
+
+def test_operands_of_different_k_are_refused_by_both():
+    """A K mismatch or an empty reduction is an error in the reference and the kernel alike
+    (the zero padding would otherwise hide it)."""
+    X = np.ones((2, 4), np.float32)
+    for W in (np.ones((3, 3), np.float32), np.ones((8, 3), np.float32)):
+        for f in (hbfp_matmul, hbfp_matmul_fast):
+            with pytest.raises(HBFPInputError, match="same K"):
+                f(X, W, 4)
+    for f in (hbfp_matmul, hbfp_matmul_fast):
+        with pytest.raises(HBFPInputError, match="same K >= 1"):
+            f(np.ones((2, 0), np.float32), np.ones((0, 3), np.float32), 4)

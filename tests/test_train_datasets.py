@@ -83,6 +83,12 @@ def _damage(folder, kind):
         f.write_bytes(gzip.compress(idx_bytes(np.zeros((30, 20), np.uint8))))
     elif kind == "header":
         f.write_bytes(gzip.compress(raw[:9]))
+    elif kind == "crc":
+        damaged = bytearray(gzip.compress(raw))
+        damaged[-6] ^= 0xFF
+        f.write_bytes(bytes(damaged))
+    elif kind == "empty-images":
+        f.write_bytes(gzip.compress(idx_bytes(np.zeros((30, 0, 4), np.uint8))))
     elif kind == "count":
         (folder / "train-labels-idx1-ubyte.gz").write_bytes(
             gzip.compress(idx_bytes(np.zeros(29, np.uint8))))
@@ -104,6 +110,8 @@ DAMAGE = [
     ("type", "IDX type 0x0d"),
     ("dims", "2 dimensions; expected 3"),
     ("header", "truncated IDX header"),
+    ("crc", "damaged or truncated gzip file (CRC check failed)"),
+    ("empty-images", "images of shape (0, 4); every dimension must be at least 1"),
     ("count", "30 images but train-labels-idx1-ubyte.gz 29 labels"),
     ("sizes", "training and test images differ in size"),
     ("missing", "no train-images-idx3-ubyte.gz or train-images-idx3-ubyte"),

@@ -29,12 +29,13 @@ def _round(bits, out):
 def bf16_round_fast(x) -> np.ndarray:
     """``x`` (read as float32) rounded to bfloat16 (RNE) and widened to float32, ``x``'s
     shape: the reference's bits (module docstring)."""
+    shape = np.shape(x)
     x = np.ascontiguousarray(x, dtype=np.float32)
     if numba is None:
-        return np.asarray(bf16_to_float(float_to_bf16(x)), dtype=np.float32)
+        return np.asarray(bf16_to_float(float_to_bf16(x)), dtype=np.float32).reshape(shape)
     out = np.empty(x.shape, dtype=np.uint32)
     _round(x.reshape(-1).view(np.uint32), out.reshape(-1))
-    return out.view(np.float32)
+    return out.view(np.float32).reshape(shape)
 
 
 __all__ = ["bf16_round_fast"]

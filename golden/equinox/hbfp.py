@@ -354,6 +354,18 @@ def quantize_weights(Wt, T: int, m: int = 8, rounding: str = "floor", rand=None,
     return e, weight_untile(M, T)
 
 
+def check_gemm_shapes(X, Wt) -> None:
+    """``X`` (``B x K``) and ``Wt`` (``K x N``) must be 2-D with the same ``K >= 1``: an
+    :class:`HBFPInputError` otherwise (the GEMM would zero-pad a short operand silently)."""
+    sx, sw = np.shape(X), np.shape(Wt)
+    if len(sx) != 2 or len(sw) != 2:
+        raise HBFPInputError(f"hbfp_matmul takes 2-D matrices X (B x K) and Wt (K x N), got "
+                             f"shapes {sx} and {sw}")
+    if sx[1] != sw[0] or sx[1] < 1:
+        raise HBFPInputError(f"hbfp_matmul takes X (B x K) and Wt (K x N) with the same K >= 1, "
+                             f"got shapes {sx} and {sw}")
+
+
 def hbfp_matmul(X, Wt, T: int, m: int = 8, A: int = 24, rounding: str = "floor"):
     """``X @ Wt`` as Equinox computes it: bf16 bits of shape ``(B, N)`` (§1.6, §1.9, A8, A10).
 
@@ -368,6 +380,7 @@ def hbfp_matmul(X, Wt, T: int, m: int = 8, A: int = 24, rounding: str = "floor")
         raise HBFPInputError("hbfp_matmul: rounding 'stoch' needs random bits; quantize with "
                              "quantize_activations/quantize_weights and call "
                              "hbfp_matmul_quantized")
+    check_gemm_shapes(X, Wt)
     ex, Mx = quantize_activations(X, T, m, rounding)
     ew, Mw = quantize_weights(Wt, T, m, rounding)
     N = np.shape(Wt)[1]
@@ -437,5 +450,5 @@ __all__ = ["ROUNDINGS", "HBFPInputError", "exp_offset", "f32_to_bf16", "bf16_to_
            "quant_config", "bfp_quantize", "bfp_dequantize", "wrap", "bfp_dot",
            "normalizer_config", "acc_to_bf16", "activation_blocks", "weight_tiles",
            "weight_untile", "quantize_activations", "quantize_weights",
-           "hbfp_matmul", "tile_partials", "hbfp_matmul_quantized", "weight_store",
+           "check_gemm_shapes", "hbfp_matmul", "tile_partials", "hbfp_matmul_quantized", "weight_store",
            "weight_narrow", "weight_update"]

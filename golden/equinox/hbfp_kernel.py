@@ -9,17 +9,19 @@
    float64, so ``floor`` (the arithmetic shift), ``rne`` (``numpy.rint``, ties to even) and
    ``rtz`` (``numpy.trunc``) of it are the rounding block's results; a maximum that rounds up
    to ``2**(m - 1)`` saturates (A6).  Subnormal elements are zeros (A3).
-2. Each K-tile's integer dot products through float64 BLAS, one batched product over all
-   K-tiles: every partial sum is an integer below ``2**53``, so exact, then wrapped to ``A``
-   bits as the accumulator wraps.
-3. One numba loop per output row: the normalizer reads the float64 bit pattern of the exact
+2. Each K-tile's integer dot products through BLAS, one batched product over all K-tiles:
+   in float32 while no partial sum can pass ``2**24`` (``T * 2**(2m - 2) <= 2**24``: hbfp8
+   with ``T = 16``), else in float64 (below ``2**53``, checked), so exact either way; then
+   wrapped to ``A`` bits as the accumulator wraps (only where it can).
+3. One numba loop per output row: the normalizer reads the float bit pattern of the exact
    accumulator and rounds it to 8 significant bits, ties to even (integer arithmetic on the
    pattern), adds the K-tile's exponent ``esum - exp_offset(m)`` to the exponent field, flushes
    a rounded magnitude below ``2**-126`` to a zero of its sign (tininess after rounding, as the
-   rounding block decides) and saturates to ``±0x7F7F``; the partials are summed in ascending K
-   order in float64 — bfloat16 values (subnormals read as zeros) whose float64 sum is exact
-   when their exponents differ by at most 45 and is otherwise the larger one, which rounding
-   the exact sum to bfloat16 also gives — and rounded the same way.  An exact cancellation is
+   rounding block decides) and saturates to ``±0x7F7F``.  The partials are summed in ascending
+   K order as float32 — a float32 sum of two bfloat16 values rounded to bfloat16 is their exact
+   sum rounded to bfloat16 (float32 rounds only when their exponents differ by more than 16,
+   and then the smaller cannot move the bfloat16 rounding: the argument of
+   :func:`~golden.equinox.hbfp.bf16_add`) — and rounded the same way.  An exact cancellation is
    +0, as IEEE 754 round to nearest gives.
 
 The property tests (``tests/test_golden_hbfp_kernel.py``) check every output bit against the
@@ -32,8 +34,8 @@ import numpy as np
 
 from ..common.jit import jit, numba
 from .hbfp import (A_RANGE, M_RANGE, HBFPInputError, _check_int, _check_rounding, _check_T,
-                   _fp32_bits, activation_blocks, exp_offset, hbfp_matmul, weight_tiles,
-                   weight_untile, wrap)
+                   _fp32_bits, activation_blocks, check_gemm_shapes, exp_offset, hbfp_matmul,
+                   weight_tiles, weight_untile, wrap)
 
 #: float64's exponent bias minus bfloat16's, in the field
 _BIAS_GAP = 1023 - 127
@@ -140,6 +142,7 @@ def hbfp_matmul_fast(X, Wt, T: int, m: int = 8, A: int = 24, rounding: str = "fl
     A = _check_int("A", A, *A_RANGE)
     if T * (1 << (2 * m - 2)) >= 1 << 53:
         raise HBFPInputError(f"T = {T} with m = {m}: the dot products exceed the exact range")
+    check_gemm_shapes(X, Wt)
     # float32 dot products are exact while no partial sum passes 2**24
     dtype = np.float32 if T << (2 * m - 2) <= 1 << 24 else np.float64
     blocks = np.ascontiguousarray(activation_blocks(X, T).transpose(1, 0, 2))

@@ -102,6 +102,12 @@ def _accumulate(P, ex, ey_t, k_x, k_y, off_x, off_y, g0, tile, n_groups, acc, ou
                     out_bits[m, n] = _settle(out_bits[m, n])
 
 
+def _magnitudes_fit(q: Quantized) -> bool:
+    """Whether every magnitude of ``q`` is an ``m``-bit unsigned integer and its signs 0/1."""
+    return (q.q.size == 0 or (q.q.dtype.kind in "iu" and q.q.min() >= 0 and q.q.max() < 1 << q.m
+                              and q.signs.min() >= 0 and q.signs.max() <= 1))
+
+
 def _chunks(q: Quantized, k: int, exact: bool, transpose: bool) -> np.ndarray:
     """The signed chunk matrices of ``q`` as float32: chunk ``c`` (most significant first) of
     every row, or the whole signed magnitudes in exact mode; ``(groups, k * rows, 16)``, or
@@ -129,6 +135,9 @@ def quantize_groups_fast(bits: np.ndarray, m: int, rounding: str, rand=None):
     m = _check_m(m)
     if rounding not in ROUNDINGS:
         raise FastInputError("rounding", rounding, "one of " + ", ".join(ROUNDINGS))
+    bits = np.asarray(bits)
+    if not _plain_groups(bits, rand if rounding == "sr" else np.zeros(1, np.int64)):
+        return bfp_quantize_groups(bits.view(np.float32), m, rounding, rand)  # its error
     b = bits.astype(np.int64)
     s, e = (b >> 31) & 1, (b >> 23) & 0xFF
     M = np.where(e == 0, 0, (b & 0x7FFFFF) | (1 << 23))
@@ -137,8 +146,6 @@ def quantize_groups_fast(bits: np.ndarray, m: int, rounding: str, rand=None):
     if rounding == "trunc":
         q = M >> np.minimum(24 - m + d, 63)
     elif rounding == "sr":
-        if rand is None:
-            return bfp_quantize_groups(bits.view(np.float32), m, rounding, rand)  # its error
         sh = 16 - m + d
         t = np.where(sh >= 0, M >> np.clip(sh, 0, 63), M << np.clip(-sh, 0, 63))
         q = (t + np.asarray(rand, dtype=np.int64)) >> 8
@@ -149,6 +156,20 @@ def quantize_groups_fast(bits: np.ndarray, m: int, rounding: str, rand=None):
         half = np.int64(1) << (sh - 1)
         q = q + ((rest > half) | ((rest == half) & (q & 1 == 1)))
     return Es, s, np.minimum(q, (1 << m) - 1)
+
+
+def _plain_groups(bits, rand) -> bool:
+    """Whether :func:`quantize_groups_fast` may take these inputs: 2-D uint32 finite patterns
+    and ``rand`` integers 0..255 of their shape (for ``sr``; a stand-in otherwise).  Anything
+    else goes to the reference, which names the problem."""
+    if bits.dtype != np.uint32 or bits.ndim != 2 or ((bits & 0x7F800000) == 0x7F800000).any():
+        return False
+    if rand is None:
+        return False
+    rand = np.asarray(rand)
+    if rand.dtype.kind not in "iu" or (rand.size > 1 and rand.shape != bits.shape):
+        return False
+    return not rand.size or (rand.min() >= 0 and rand.max() <= 255)
 
 
 def quantize_rows_fast(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = None):
@@ -205,6 +226,8 @@ def gemm_quantized_fast(xq: Quantized, yq: Quantized, dataflow: str = "fwd",
         raise FastInputError("K groups", (xq.q.shape[1], yq.q.shape[1]), "equal on both sides")
     n_groups = xq.q.shape[1]
     tile = _tile_groups(dataflow, array) or n_groups
+    if n_groups == 0 or not _magnitudes_fit(xq) or not _magnitudes_fit(yq):
+        return gemm_quantized(xq, yq, dataflow, mode, array)   # its result or its error
     exact = mode == "exact"
     k_x, k_y = (1, 1) if exact else (mx // 2, my // 2)
     off_x, off_y = (mx - 2, my - 2) if exact else (0, 0)

@@ -814,7 +814,9 @@ def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: st
         if b % tile == 0:
             acc = np.zeros(shape, dtype=np.uint32)
         qx, qy = xq.q[:, b, :], yq.q[:, b, :]
-        ex, ey = xq.Es[:, b][:, None], yq.Es[:, b][None, :]
+        # int64: exponent arithmetic below must not wrap in a narrow unsigned dtype
+        ex = xq.Es[:, b].astype(np.int64)[:, None]
+        ey = yq.Es[:, b].astype(np.int64)[None, :]
         if mode == "exact":
             P = int_matmul_t(sx[:, b, :] * qx, sy[:, b, :] * qy)
             acc = fp32_add_bits(acc, fp_gen_bits(P, ex - (mx - 2), ey - (my - 2)))

@@ -198,12 +198,13 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     magic number, type, dimension count, and exactly as many bytes as its header declares."""
     try:
         raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
     except OSError as e:
         raise DatasetError(f"{path}: cannot be read ({e.strerror or e})") from None
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise DatasetError(f"{path}: a damaged or truncated gzip file ({e})") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as e:   # gzip.BadGzipFile is an OSError
+            raise DatasetError(f"{path}: a damaged or truncated gzip file ({e})") from None
     if len(raw) < 4 or raw[:2] != b"\x00\x00":
         raise DatasetError(f"{path}: not an IDX file (its first bytes are not an IDX magic "
                            "number)")
@@ -217,6 +218,9 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     if len(raw) < head:
         raise DatasetError(f"{path}: truncated IDX header ({len(raw)} bytes)")
     shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    if ndim > 1 and min(shape[1:]) < 1:
+        raise DatasetError(f"{path}: images of shape {shape[1:]}; every dimension must be at "
+                           "least 1")
     want = math.prod(shape)
     if want > MAX_ARRAY_BYTES // 4:
         raise DatasetError(f"{path}: shape {shape} is too large; the limit is "
@@ -275,7 +279,7 @@ def _source(dataset):
         return "idx", FASHION_MNIST_DIR, "fashion-mnist"
     p = Path(dataset)
     if p.is_dir():
-        return "idx", p, p.name
+        return "idx", p, p.resolve().name or str(p)
     if p.suffix == ".npz" or p.exists() or "/" in str(dataset):
         return "npz", p, p.stem
     raise DatasetError(f"unknown data set {dataset!r}: give {', '.join(NAMES)}, a folder of "
