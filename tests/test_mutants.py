@@ -28,7 +28,8 @@ from golden.fpraker import EncoderConfig, PEConfig
 from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
 from golden.equinox import QuantizerConfig
-from golden.fast.numerics import ConverterConfig, FMACConfig
+from golden.fast.converter import ConverterConfig
+from golden.fast.fmac import FMACConfig
 from golden.fast.array import FMACArrayConfig
 from golden.gecko.codec import GeckoConfig
 from hdl.baseline import BF16PE

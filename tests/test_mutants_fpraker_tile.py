@@ -15,6 +15,7 @@ when the shift window holds them) and a column that ends its group before all it
 import pytest
 
 import hdl.fpraker.tile as tile
+import hdl.fpraker.tile_pe as tile_pe
 from golden.fpraker.tile import TileConfig
 from mutantutil import Patched, run_failed
 
@@ -23,22 +24,27 @@ CFG_INDEP = TileConfig(rows=2, cols=2, sync="independent")
 CFG_PIPE = TileConfig(rows=2, cols=2, pipeline=1)
 
 
+def _home(block: str):
+    """The module that builds ``block``: a PE builds its term selector, the tile the rest."""
+    return tile_pe if block == "TermSelector" else tile
+
+
 class NoLeadCarry(Patched):
-    real = tile.ExponentBlock
+    real = tile_pe.ExponentBlock
 
     def patch(self, m, inner):
         return [inner.lead.eq(0)]
 
 
 class BZeroNotDone(Patched):
-    real = tile.TilePE
+    real = tile_pe.TilePE
 
     def patch(self, m, inner):
         return [inner.first.eq(0)]
 
 
 class NoSkew(Patched):
-    real = tile.TilePE
+    real = tile_pe.TilePE
 
     def patch(self, m, inner):
         return [inner.serve.eq(self.busy & self.first)]
@@ -52,28 +58,28 @@ class PopOnAnyTake(Patched):
 
 
 class CursorNotReset(Patched):
-    real = tile.TermSelector
+    real = tile_pe.TermSelector
 
     def patch(self, m, inner):
         return [inner.first.eq(0)]
 
 
 class TermSignLost(Patched):
-    real = tile.TermSelector
+    real = tile_pe.TermSelector
 
     def patch(self, m, inner):
         return [self.neg.eq(0)]
 
 
 class LastTermNotFlagged(Patched):
-    real = tile.TermSelector
+    real = tile_pe.TermSelector
 
     def patch(self, m, inner):
         return [self.last.eq(0)]
 
 
 class PopWhenPresented(Patched):
-    real = tile.TermSelector
+    real = tile_pe.TermSelector
 
     def patch(self, m, inner):
         return [inner.pop.eq(self.valid)]
@@ -90,7 +96,7 @@ class ServedBeforeTheStage(Patched):
     """The PE loads the exponent block's registered outputs in the cycle the block computes
     them (one cycle early: the stage still holds the cycle before's)."""
 
-    real = tile.TilePE
+    real = tile_pe.TilePE
 
     def patch(self, m, inner):
         return [inner.serve.eq(self.busy & (self.serve | self.first))]
@@ -112,7 +118,7 @@ class EndsBeforeTheStage(Patched):
     ("TileColumn", EndsBeforeTheStage, {"directed_reductions"}),
 ])
 def test_mutant_fails_pipelined(block, mutant, failing, monkeypatch, tb_options):
-    monkeypatch.setattr(tile, block, mutant)
+    monkeypatch.setattr(_home(block), block, mutant)
     failed = set(run_failed("fpraker.tile", CFG_PIPE, None, tb_options))
     assert failing <= failed, f"{mutant.__name__}: failing tests {sorted(failed)}"
 
@@ -125,7 +131,7 @@ def test_mutant_fails_pipelined(block, mutant, failing, monkeypatch, tb_options)
     ("TileColumn", ColumnEndsEarly, {"random_reductions"}),
 ])
 def test_mutant_fails_independent(block, mutant, failing, monkeypatch, tb_options):
-    monkeypatch.setattr(tile, block, mutant)
+    monkeypatch.setattr(_home(block), block, mutant)
     failed = set(run_failed("fpraker.tile", CFG_INDEP, None, tb_options))
     assert failing <= failed, f"{mutant.__name__}: failing tests {sorted(failed)}"
 
@@ -137,6 +143,6 @@ def test_mutant_fails_independent(block, mutant, failing, monkeypatch, tb_option
     ("TileColumn", PopOnAnyTake, {"random_reductions"}),
 ])
 def test_mutant_fails(block, mutant, failing, monkeypatch, tb_options):
-    monkeypatch.setattr(tile, block, mutant)
+    monkeypatch.setattr(_home(block), block, mutant)
     failed = set(run_failed("fpraker.tile", CFG, None, tb_options))
     assert failing <= failed, f"{mutant.__name__}: failing tests {sorted(failed)}"

@@ -16,7 +16,7 @@ import pytest
 import hdl.baseline.mac16
 import hdl.common.fp_add
 from golden.baseline import MAC16Config
-from golden.fast.numerics import FMACConfig
+from golden.fast.fmac import FMACConfig
 from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
 from hdl.baseline import MAC16

@@ -2,7 +2,7 @@
 """Register stages of the FP → BFP block converters (``fast.converter``, ``equinox.quantizer``):
 the ``pipeline`` field, the units' ``CUTS`` tables over the cut points of
 :class:`hdl.common.bfp.BFPPipeline`, the cycle models
-(:class:`golden.fast.numerics.ConverterSim`, :class:`golden.equinox.QuantizerSim`) and the
+(:class:`golden.fast.converter.ConverterSim`, :class:`golden.equinox.QuantizerSim`) and the
 mutation checks of the testbenches.
 
 The cycle models are checked against their contract: blocks leave in order, each exactly once,
@@ -22,8 +22,8 @@ from amaranth.back import verilog
 import hdl.common.bfp
 from golden.equinox import (QUANTIZER_MAX_PIPELINE, QUANTIZER_STAGES, QuantizerConfig,
                             QuantizerSim, quantize_cycles)
-from golden.fast.numerics import (CONVERTER_MAX_PIPELINE, CONVERTER_STAGES, ConverterConfig,
-                                  ConverterSim, convert_cycles)
+from golden.fast.converter import (CONVERTER_MAX_PIPELINE, CONVERTER_STAGES, ConverterConfig,
+                                   ConverterSim, convert_cycles)
 from hdl.common.bfp import CUT_POINTS
 from hdl.equinox import Quantizer
 from hdl.equinox.quantizer import CUTS as QUANTIZER_CUTS

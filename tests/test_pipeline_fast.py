@@ -32,20 +32,9 @@ from golden.fast.array import (
     array_sim,
     interleave,
 )
-from golden.fast.numerics import (
-    FMAC_MAX_PIPELINE,
-    FMAC_WIDTHS,
-    FMACConfig,
-    FMACSim,
-    FMACSlots,
-    FastInputError,
-    Quantized,
-    fmac_cycles,
-    fmac_run,
-    fmac_sim,
-    gemm_quantized,
-    rounds,
-)
+from golden.fast.numerics import FMAC_WIDTHS, FastInputError, Quantized, gemm_quantized, rounds
+from golden.fast.fmac import (FMAC_MAX_PIPELINE, FMACConfig, FMACSim, FMACSlots, fmac_cycles,
+                              fmac_run, fmac_sim)
 from hdl.fast import FMAC, FMACArray
 from mutantutil import built_with, run_failed
 

@@ -145,7 +145,7 @@ def test_operand_shapes_take_lanes_or_group():
 
     from flows.eda.power import group_width, operand_shapes, synthetic_operands
     from golden.baseline import BaselineTileConfig, MAC16Config
-    from golden.fast.numerics import FMACConfig
+    from golden.fast.fmac import FMACConfig
 
     assert operand_shapes(MAC16Config(fmt="int8", lanes=3), 5) == {"a": (5, 3), "b": (5, 3)}
     # fast.fmac has no lanes: its BFP group width is the group's

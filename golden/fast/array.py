@@ -110,7 +110,7 @@ class FMACArrayConfig:
     #: widest run-time operand width the cells hold: 2, 4, 6 or 8 (FAST uses 2 and 4)
     m_max: int = 4
     #: register stages in every cell between the round side and the partial sum, 0..3 (0: the
-    #: paper's one-cycle round), at the fMAC's cuts (:class:`golden.fast.numerics.FMACConfig`);
+    #: paper's one-cycle round), at the fMAC's cuts (:class:`golden.fast.fmac.FMACConfig`);
     #: outputs appear ``pipeline`` cycles later, results and throughput are unchanged
     pipeline: int = 0
     #: interleaved GEMMs, 1..6 (1: the paper's array): every state register is held

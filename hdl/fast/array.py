@@ -57,7 +57,7 @@ from amaranth.utils import bits_for
 
 from golden.common import FP32
 from golden.common.fp_add import FPAddConfig
-from golden.fast.numerics import FMACConfig
+from golden.fast.fmac import FMACConfig
 from golden.fast.array import FMACArrayConfig
 
 from ..common.formats import layout

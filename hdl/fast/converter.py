@@ -1,6 +1,6 @@
 """FAST's FP32 → BFP converter (registry unit ``fast.converter``; spec ``docs/specs/fast.md`` §3).
 
-Bit-exact with :func:`golden.fast.numerics.convert_groups` (groups) and :class:`golden.fast.numerics.LaneRNG`
+Bit-exact with :func:`golden.fast.converter.convert_groups` (groups) and :class:`golden.fast.numerics.LaneRNG`
 (its LFSR bank).  Three pipeline stages behind a valid/ready input, one group per cycle; the
 first two are the shared FP → BFP pipeline (:class:`hdl.common.bfp.BFPPipeline`):
 
@@ -34,7 +34,7 @@ back-pressure still stalls it as a whole and it still takes one group per cycle:
 
 An accepted group appears on ``o`` ``3 + pipeline`` cycles later, and a group with an Inf or
 NaN sets ``error`` ``pipeline`` advances after the cycle after it is taken
-(:class:`golden.fast.numerics.ConverterSim`, the cycle model).
+(:class:`golden.fast.converter.ConverterSim`, the cycle model).
 """
 
 from amaranth.hdl import Signal, signed, unsigned
@@ -42,7 +42,8 @@ from amaranth.lib import data
 from amaranth.utils import bits_for
 
 from golden.common import FP32
-from golden.fast.numerics import SR_BITS, ConverterConfig, _quant_config, lane_seeds
+from golden.fast.numerics import SR_BITS, _quant_config, lane_seeds
+from golden.fast.converter import ConverterConfig
 
 from ..common.arith import adder_tree
 from ..common.bfp import BFPPipeline, BlockConverter
@@ -92,7 +93,7 @@ class Converter(BlockConverter):
 
     Parameters
     ----------
-    cfg : golden.fast.numerics.ConverterConfig
+    cfg : golden.fast.converter.ConverterConfig
         ``group`` (lanes, 16), ``m`` (output bits, 4) and ``pipeline`` (extra stages, 0).
 
     Ports

@@ -1,7 +1,7 @@
 """FAST's fMAC (registry unit ``fast.fmac``; spec ``docs/specs/fast.md`` §4): the dot product of two
 BFP groups, 2 bits of each operand per cycle, accumulated in FP32.
 
-Bit-exact with :func:`golden.fast.numerics.fmac_run` (paper mode).  Per cycle (one *round*): the chunk
+Bit-exact with :func:`golden.fast.fmac.fmac_run` (paper mode).  Per cycle (one *round*): the chunk
 multiplexers pick 2-bit chunk ``cx`` of every X magnitude and ``cy`` of every Y magnitude, 16
 2b×2b multipliers with the product signs feed a signed adder tree (``P`` in [-144, 144]), the
 exponent adder forms ``(Esx - 2cx) + (Esy - 2cy) - 256``, the FP generator (the shared rounding
@@ -26,7 +26,7 @@ Each stage also carries the round's enable (``busy``) and whether it starts from
 round of a pair with ``clear``).  The round of cycle ``t`` is added into the accumulator at edge
 ``t + pipeline``: ``busy``, ``last`` and ``grp.ready`` keep their depth-0 timing, ``acc`` holds a
 pair's result from the cycle ``pipeline + 1`` after its last round
-(:class:`golden.fast.numerics.FMACSim`), and ``error`` is set at the edge that takes the pair,
+(:class:`golden.fast.fmac.FMACSim`), and ``error`` is set at the edge that takes the pair,
 as at depth 0.  The accumulation loop (multiplexer, FP32 adder, accumulator) bounds the clock
 at every depth.
 
@@ -40,7 +40,7 @@ FP32 adder takes ``C - 1`` stages inside the accumulation loop
 served every ``C``-th cycle and accumulated exactly as by the one-context fMAC; ``slot`` names
 the context served in the cycle (its ``busy``, ``last`` and ``grp.ready``; a pair taken joins
 it) and ``acc_slot`` the one ``acc`` shows, ``(slot - pipeline) mod C``
-(:class:`golden.fast.numerics.FMACSlots`).  The round's addend (the FP generator's value, or
+(:class:`golden.fast.fmac.FMACSlots`).  The round's addend (the FP generator's value, or
 ``-0`` in a cycle without a round) and its restart flag are formed before the ``generator``
 register.  ``error`` stays one sticky flag.  ``contexts = 1`` generates the same Verilog as the
 unit without the field.
@@ -54,7 +54,7 @@ from amaranth.utils import bits_for
 from golden.common import FP32
 from golden.common.fp_add import FPAddConfig
 from golden.common.rounding import RoundConfig
-from golden.fast.numerics import FMACConfig
+from golden.fast.fmac import FMACConfig
 
 from ..common.arith import AdderTree
 from ..common.formats import layout
@@ -156,11 +156,11 @@ class FMAC(wiring.Component):
     (``busy``), one FP32 addition each; ``last`` flags its final round, in which the next pair
     is accepted (``grp.ready = ~busy | last``), so pairs follow each other with no idle cycle.
     ``acc`` holds the result from the cycle ``cfg.pipeline + 1`` after the last round (stages
-    in the module docstring; :class:`golden.fast.numerics.FMACSim` is the cycle model).
+    in the module docstring; :class:`golden.fast.fmac.FMACSim` is the cycle model).
 
     Parameters
     ----------
-    cfg : golden.fast.numerics.FMACConfig
+    cfg : golden.fast.fmac.FMACConfig
         ``group`` (multipliers, 16), ``m_max`` (widest operand, 8) and ``pipeline`` (register
         stages before the accumulation).
 

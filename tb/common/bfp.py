@@ -46,7 +46,7 @@ class Golden:
     """The golden models of one reset-to-reset run: the LFSR bank twice — ``outputs`` draws the
     expected outputs' noise (in the golden model's order), ``states`` follows the DUT's lane
     states (``lfsr0 ..``) cycle by cycle — and ``sim``, the unit's cycle model after reset
-    (:class:`golden.fast.numerics.ConverterSim`, :class:`golden.equinox.QuantizerSim`: a
+    (:class:`golden.fast.converter.ConverterSim`, :class:`golden.equinox.QuantizerSim`: a
     ``step(block, ready)`` per cycle returning ``ready``, ``taken``, ``out``, ``error``)."""
 
     def __init__(self, lanes: int, bits: int, sim):

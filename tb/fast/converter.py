@@ -1,19 +1,20 @@
 """Testbench of FAST's FP32 → BFP converter (``fast.converter``) against
-``golden.fast.numerics.convert_groups`` and ``golden.fast.numerics.LaneRNG``.
+``golden.fast.converter.convert_groups`` and ``golden.fast.numerics.LaneRNG``.
 
 Groups stream through the valid/ready ports under random gaps and back-pressure; every output
 group (shared exponent, signs, magnitudes, chunk exponents, improvement sums) is compared with
 the golden model, which also draws the built-in LFSRs' noise in the same order.  The LFSR
 states themselves are compared with ``LaneRNG`` after every gradient conversion, and
 ``i.ready``, ``o.valid`` and the sticky ``error`` in every cycle with the cycle model
-``golden.fast.numerics.ConverterSim``, so every ``pipeline`` depth is checked to the cycle
+``golden.fast.converter.ConverterSim``, so every ``pipeline`` depth is checked to the cycle
 (:mod:`tb.common.bfp`).
 """
 
 import cocotb
 import numpy as np
 
-from golden.fast.numerics import SR_BITS, ConverterConfig, ConverterSim, convert_groups
+from golden.fast.numerics import SR_BITS
+from golden.fast.converter import ConverterConfig, ConverterSim, convert_groups
 from hdl.fast import input_layout, output_layout
 
 from ..common import setup

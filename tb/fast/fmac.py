@@ -1,5 +1,5 @@
 """Testbench of FAST's fMAC (``fast.fmac``) against the cycle model
-``golden.fast.numerics.FMACSim`` and ``golden.fast.numerics.fmac_run``.
+``golden.fast.fmac.FMACSim`` and ``golden.fast.fmac.fmac_run``.
 
 Group pairs stream in as fast as the fMAC takes them (and, in the random test, with random idle
 cycles).  Every cycle, ``grp.ready``, ``busy``, ``last``, ``error`` and the FP32 accumulator must
@@ -9,7 +9,7 @@ exactly ``pipeline`` cycles after it ran, so a result a cycle early or late fail
 accumulator must hold :func:`fmac_run`'s result of each pair in the cycle ``pipeline + 1``
 after the pair's last round.  Dot products chain pairs without ``clear``.
 
-With ``contexts = C > 1`` the same tests run against :class:`golden.fast.numerics.FMACSlots`:
+With ``contexts = C > 1`` the same tests run against :class:`golden.fast.fmac.FMACSlots`:
 every cycle's ``slot`` and ``acc_slot`` too, and each pair's result, which ``acc`` shows
 ``C (rounds + 1) + pipeline`` cycles after the pair was taken, against the one-context fMAC
 over the pairs of its own context.
@@ -25,8 +25,8 @@ import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.common import bf16_to_float
-from golden.fast.numerics import (FMAC_WIDTHS, FMACConfig, bfp_quantize_groups, fmac_cycles,
-                                  fmac_sim, rounds)
+from golden.fast.numerics import FMAC_WIDTHS, bfp_quantize_groups, rounds
+from golden.fast.fmac import FMACConfig, fmac_cycles, fmac_sim
 from hdl.fast import pair_layout
 from tb.common.power import PowerWindow, group_operands, power_test
 
