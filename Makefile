@@ -16,9 +16,12 @@
 #   make bench      golden-model speed, cycle statistics, tensor-stats throughput
 #   make docs       the documentation's tables regenerated from the declarations (units,
 #                   fields, test configurations, ports); make test checks they are current
-#   make training   every number format trained on mlp, cnn and cnn-q4 (digits), the FPRaker
-#                   speedup on the captured training GEMMs, FAST's training time, the HBFP
-#                   error study; writes docs/training.md (about 35 minutes on 2 cores)
+#   make training   Fashion-MNIST: every number format trains lenet on the 60,000 images, fp32
+#                   and bf16 train resnet on 20,000; FPRaker's speedup and FAST's time on the
+#                   captured GEMMs, the HBFP error study; writes docs/training.md (about 80
+#                   minutes on 2 cores, under 1.5 GB of memory and of captures)
+#   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
+#                   part of docs/training.md
 #   JOBS=N          pytest-xdist workers (default 2)
 #
 # Set-up: Debian packages (iverilog, yosys, opensta, the OSU 0.18 µm liberty) are installed
@@ -33,7 +36,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018 dataset-fashion-mnist
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper timing test test-full bench training docs clean
+.PHONY: all setup debian demo paper timing test test-full bench training training-digits docs clean
 
 all: demo
 
@@ -87,18 +90,31 @@ bench: setup
 docs: setup
 	$(VENV)/bin/trainfab docs
 
-TRAIN_MODELS := mlp cnn cnn-q4
+DIGITS_MODELS := mlp cnn cnn-q4
 TRAIN_DIR := build/training
 TF := $(VENV)/bin/trainfab
 
 training: setup
-	@for m in $(TRAIN_MODELS); do \
-	  $(TF) train --model $$m --formats all -j $(JOBS) --capture $(TRAIN_DIR)/$$m/capture \
-	    -o $(TRAIN_DIR)/$$m || exit 1; \
-	  $(TF) speedup $(TRAIN_DIR)/$$m/capture/fpraker -o $(TRAIN_DIR)/$$m/speedup || exit 1; \
-	  $(TF) study fast-time $(TRAIN_DIR)/$$m -o $(TRAIN_DIR)/$$m/fast-time || exit 1; \
-	done
+	@echo "make training [1/4]: lenet on Fashion-MNIST in every format (about 50 min; each format prints its time left)"
+	$(TF) train --model lenet --dataset fashion-mnist --formats all --epochs 3 --stop-after fpraker=1 \
+	  -j $(JOBS) --capture $(TRAIN_DIR)/lenet/capture -o $(TRAIN_DIR)/lenet
+	@echo "make training [2/4]: FPRaker's speedup and FAST's time on lenet's captures (about 2 min)"
+	$(TF) speedup $(TRAIN_DIR)/lenet/capture/fpraker -o $(TRAIN_DIR)/lenet/speedup
+	$(TF) study fast-time $(TRAIN_DIR)/lenet -o $(TRAIN_DIR)/lenet/fast-time
+	@echo "make training [3/4]: resnet on 20,000 Fashion-MNIST images in fp32 and bf16 (about 25 min)"
+	$(TF) train --model resnet --dataset fashion-mnist --limit 25000 --formats fp32,bf16 --epochs 2 \
+	  -j $(JOBS) --capture $(TRAIN_DIR)/resnet/capture -o $(TRAIN_DIR)/resnet
+	@echo "make training [4/4]: the HBFP error study and docs/training.md"
 	$(TF) study hbfp -o $(TRAIN_DIR)/hbfp
+	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
+
+training-digits: setup
+	@for m in $(DIGITS_MODELS); do \
+	  $(TF) train --model $$m --formats all -j $(JOBS) --capture $(TRAIN_DIR)/digits/$$m/capture \
+	    -o $(TRAIN_DIR)/digits/$$m || exit 1; \
+	  $(TF) speedup $(TRAIN_DIR)/digits/$$m/capture/fpraker -o $(TRAIN_DIR)/digits/$$m/speedup || exit 1; \
+	  $(TF) study fast-time $(TRAIN_DIR)/digits/$$m -o $(TRAIN_DIR)/digits/$$m/fast-time || exit 1; \
+	done
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
 
 clean:

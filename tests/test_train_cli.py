@@ -100,6 +100,12 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
     (["--seed", "-1"], "--seed: '-1' is not an integer from 0 to 4,294,967,295"),
     (["-j", "0"], "-j/--jobs: '0' is not an integer from 1 to 64"),
     (["--limit", "5"], "--limit: '5' is not an integer from 10 to 10,000,000"),
+    (["--stop-after", "fpraker"], "--stop-after takes FORMAT=EPOCH items, not 'fpraker'"),
+    (["--stop-after", "fp7=1"], "--stop-after: unknown format 'fp7'"),
+    (["--stop-after", "bf16=1,bf16=2"], "--stop-after names format 'bf16' twice"),
+    (["--formats", "fp32", "--stop-after", "bf16=1"], "'bf16', which is not trained"),
+    (["--epochs", "3", "--stop-after", "bf16=4"],
+     "--stop-after bf16 must be an integer in 1..3, not 4"),
 ])
 def test_bad_options_are_one_line_and_write_nothing(args, message, tmp_path, capsys):
     out = tmp_path / "out"
@@ -112,6 +118,45 @@ def test_bad_options_are_one_line_and_write_nothing(args, message, tmp_path, cap
 def _npz(path, **arrays):
     np.savez(path, **arrays)
     return str(path)
+
+
+def test_a_format_stopped_early_is_compared_at_its_epoch(tmp_path):
+    out = tmp_path / "out"
+    assert main(["train", "--model", "mlp", "--formats", "fp32,bf16,hbfp8", "--epochs", "3",
+                 "--limit", "60", "-j", "2", "--stop-after", "hbfp8=1", "-o", str(out)]) == 0
+    doc = json.loads((out / "train.json").read_text())
+    assert doc["config"]["stop_after"] == {"hbfp8": 1} and doc["config"]["epochs"] == 3
+    r = doc["formats"]["hbfp8"]
+    assert r["stopped_after"] == 1 and [e["epoch"] for e in r["epochs"]] == [1]
+    assert len(doc["formats"]["bf16"]["epochs"]) == 3
+    acc = {n: doc["formats"][n]["epochs"][0]["test_accuracy"] for n in ("fp32", "bf16", "hbfp8")}
+    md = (out / "train.md").read_text()
+    assert "(epoch 1 of 3: --stop-after)" in md
+    row = next(line for line in md.splitlines() if line.startswith("| hbfp8 | 1 |"))
+    assert row.split(" | ")[2] == f"{100 * acc['hbfp8']:.2f} %"
+    assert f"{100 * acc['bf16']:.2f} % ({100 * (acc['hbfp8'] - acc['bf16']):+.2f} points)" in row
+
+
+def test_progress_lines_off_a_terminal_give_the_time_left():
+    import io
+
+    now = [100.0]
+    stream = io.StringIO()
+    p = train_run._Progress({"bf16": 4, "fpraker": 1}, True, stream=stream,
+                            clock=lambda: now[0], label="lenet")
+    assert p.lines_on and not p.bars
+    p.start("bf16")
+    now[0] += 30.0
+    p.batch("bf16", 1, 9, 20, 2.0)  # under a minute since the last line: quiet
+    now[0] += 30.0
+    p.batch("bf16", 1, 9, 20, 1.5)  # half an epoch of 4 in 60 s: 7 min left
+    now[0] += 60.0
+    p.epoch("bf16", {"epoch": 1, "loss": 1.25, "test_accuracy": 0.5})
+    lines = stream.getvalue().splitlines()
+    assert lines == ["lenet bf16: started, 4 epochs (0 s)",
+                     "lenet bf16: epoch 0.50 of 4, loss 1.500 (60 s, about 7 min left)",
+                     "lenet bf16: epoch 1 of 4 done, loss 1.250, test 50.0 % (2 min, about "
+                     "6 min left)"]
 
 
 @pytest.mark.parametrize("case, message", [

@@ -268,7 +268,8 @@ def test_fp32_accuracy_on_digits(digits, model, target):
 
 def test_result_keys(small):
     r = train("mlp", Format, small, 1)
-    assert set(r) == {"epochs", "final_test_accuracy", "best_epoch", "diverged_at", "format"}
+    assert set(r) == {"epochs", "final_test_accuracy", "best_epoch", "diverged_at",
+                      "stopped_after", "format"}
     assert set(r["epochs"][0]) == {"epoch", "loss", "train_accuracy", "test_accuracy", "format"}
     assert r["format"] == {} and r["epochs"][0]["format"] == {}
 
@@ -278,6 +279,24 @@ def test_deterministic(small, model):
     a = train(model, Format, small, 2, seed=3)
     assert a == train(model, Format, small, 2, seed=3)
     assert a != train(model, Format, small, 2, seed=4)
+
+
+def test_stop_after_equals_the_first_epochs_of_the_whole_run(small):
+    """A format stopped early follows the whole run's schedule: its records are the whole
+    run's first ones, bit for bit (FAST's width schedule reads the run's length too)."""
+    from flows.studies.train.formats import FORMATS
+
+    for fmt in (Format, FORMATS["fast"]):
+        whole = train("mlp", fmt, small, 3, seed=2)
+        part = train("mlp", fmt, small, 3, seed=2, stop_after=2)
+        assert part["epochs"] == whole["epochs"][:2] and part["stopped_after"] == 2
+        assert whole["stopped_after"] is None
+        assert train("mlp", fmt, small, 3, seed=2, stop_after=3) == whole
+    # a shorter run is another schedule: its second epoch differs
+    assert train("mlp", Format, small, 2, seed=2)["epochs"] != whole["epochs"][:2]
+    for bad in (0, 4):
+        with pytest.raises(ValueError, match="stop_after must be in 1..3"):
+            train("mlp", Format, small, 3, stop_after=bad)
 
 
 class Recording(Format):

@@ -16,8 +16,11 @@ def add_arguments(p) -> None:
                    help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
                         "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave")
     p.add_argument("--epochs", type=bounded(int, *train_run.EPOCHS_RANGE), default=None,
-                   help=f"training epochs, {span(train_run.EPOCHS_RANGE)} (default: the "
-                   "model's own, see docs/cli.md)")
+                   help=f"training epochs, {span(train_run.EPOCHS_RANGE)}: the length of the "
+                   "learning-rate schedule (default 10)")
+    p.add_argument("--stop-after", metavar="FORMAT=EPOCH[,...]", default=None,
+                   help="end these formats' runs after that epoch of the common schedule "
+                        "(a slow format, compared with the others at the same epoch)")
     p.add_argument("--batch-size", type=bounded(int, *train_run.BATCH_RANGE), default=None,
                    help=f"mini-batch size, {span(train_run.BATCH_RANGE)} (default 32)")
     p.add_argument("--seed", type=bounded(int, *train_run.SEED_RANGE), default=0,
@@ -42,12 +45,15 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..studies.train.run import TrainOptions, output_folder, parse_formats, train
+    from ..studies.train.run import (TrainOptions, output_folder, parse_formats,
+                                     parse_stop_after, train)
 
     opts = TrainOptions(model=args.model, formats=parse_formats(args.formats),
                         epochs=args.epochs, seed=args.seed, jobs=args.jobs,
                         dataset=args.dataset, capture=args.capture, output=args.output,
-                        batch_size=args.batch_size, limit=args.limit)
+                        batch_size=args.batch_size, limit=args.limit,
+                        stop_after=(parse_stop_after(args.stop_after)
+                                    if args.stop_after is not None else ()))
     run = train(opts)
     out = output_folder(opts)
     print((out / "train.md").read_text())

@@ -56,7 +56,7 @@ def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epoch
           momentum: float = DEFAULTS["momentum"], weight_decay: float = DEFAULTS["weight_decay"],
           seed: int = DEFAULTS["seed"], on_epoch: Callable | None = None,
           on_batch: Callable | None = None, capture: Callable | None = None,
-          schedule: str = DEFAULTS["schedule"]) -> dict:
+          schedule: str = DEFAULTS["schedule"], stop_after: int | None = None) -> dict:
     """Train ``model_name`` on ``data`` in one number format.
 
     Each epoch visits the training set in a new order drawn from ``(seed, epoch)`` (the last
@@ -91,6 +91,11 @@ def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epoch
     schedule : str
         The learning-rate schedule, one of :data:`SCHEDULES` (default cosine annealing to 0
         over the run).
+    stop_after : int, optional
+        Stop after this many epochs (1 to ``epochs``) of the ``epochs``-epoch run: the
+        learning-rate schedule and the format's view of the run (``RunInfo.epochs``) stay those
+        of the whole run, so its records equal the first ``stop_after`` records of the whole
+        run's, bit for bit (a slow format compared with the others at the same epoch).
 
     Returns
     -------
@@ -100,11 +105,14 @@ def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epoch
         "format" (what ``fmt.end_epoch`` returned)}``; ``final_test_accuracy``: the last
         epoch's test accuracy, None if the run diverged; ``best_epoch``: the epoch with the
         highest test accuracy (the first of equals), None without records; ``diverged_at``: the
-        epoch the run diverged in, or None; ``format``: ``fmt.summary_record()``.
+        epoch the run diverged in, or None; ``stopped_after``: ``stop_after`` when it ended
+        the run before its last epoch, else None; ``format``: ``fmt.summary_record()``.
         Accuracies are fractions in [0, 1].
     """
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
+    if stop_after is not None and not 1 <= stop_after <= epochs:
+        raise ValueError(f"stop_after must be in 1..{epochs}, got {stop_after}")
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
     if schedule not in SCHEDULES:
@@ -126,7 +134,7 @@ def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epoch
     diverged_at = None
     # a diverging low-precision run overflows on purpose; it is reported through diverged_at
     with _one_blas_thread(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for epoch in range(1, epochs + 1):
+        for epoch in range(1, (stop_after or epochs) + 1):
             order = np.random.default_rng((seed, epoch)).permutation(n)
             loss_sum, correct = 0.0, 0
             for it in range(iterations):
@@ -171,6 +179,7 @@ def train(model_name: str, fmt_factory: Callable[[RunInfo], Format], data, epoch
                                 if records and diverged_at is None else None),
         "best_epoch": best["epoch"] if best is not None else None,
         "diverged_at": diverged_at,
+        "stopped_after": stop_after if stop_after is not None and stop_after < epochs else None,
         "format": fmt.summary_record(),
     }
 

@@ -2,8 +2,8 @@
 
 Usage::
 
-    trainfab train [--model mlp|cnn|cnn-q4] [--formats fp32,bf16,...|all] [--epochs N] [--seed S]
-                   [-j N] [--dataset SET] [--capture DIR] [-o DIR]
+    trainfab train [--model mlp|cnn|cnn-q4|lenet|resnet] [--formats fp32,bf16,...|all] [--epochs N] [--seed S]
+                   [-j N] [--dataset SET] [--limit N] [--stop-after FORMAT=EPOCH] [--capture DIR] [-o DIR]
 
 Every format trains the same model from the same initial weights on the same data order (one
 seed): the only difference between two runs is the arithmetic of their GEMMs and the storage of
@@ -48,6 +48,7 @@ import math
 import multiprocessing
 import queue as queue_mod
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,8 +102,17 @@ class TrainOptions:
     batch_size: int | None = None
     #: samples kept from the (shuffled) dataset before the split (None: all)
     limit: int | None = None
-    #: show progress bars (only on a terminal)
+    #: formats that stop early: ``((name, epoch), ...)``, each ending its run after that epoch
+    #: of the common schedule (``--stop-after``)
+    stop_after: tuple[tuple[str, int], ...] = ()
+    #: show progress: bars on a terminal, a line per format a minute otherwise
     progress: bool = True
+
+    def epochs_of(self, name: str) -> int:
+        """The epochs format ``name`` trains (its ``--stop-after`` or the run's epochs)."""
+        from . import engine
+
+        return dict(self.stop_after).get(name, self.epochs or engine.DEFAULTS["epochs"])
 
 
 def _check_range(name: str, value, lo, hi) -> None:
@@ -129,6 +139,28 @@ def parse_formats(text: str) -> tuple[str, ...]:
             raise FlowError(f"format {n!r} is named twice in --formats")
         seen.append(n)
     return tuple(seen)
+
+
+def parse_stop_after(text: str) -> tuple[tuple[str, int], ...]:
+    """``--stop-after``: ``FORMAT=EPOCH[,FORMAT=EPOCH...]``."""
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not value.strip().isdigit():
+            raise FlowError(f"--stop-after takes FORMAT=EPOCH items, not {item!r} "
+                            "(e.g. --stop-after fpraker=1)")
+        if name not in _formats():
+            raise FlowError(f"--stop-after: unknown format {name!r}; known formats: "
+                            f"{', '.join(_formats())}")
+        if name in dict(out):
+            raise FlowError(f"--stop-after names format {name!r} twice")
+        out.append((name, int(value)))
+    if not out:
+        raise FlowError("--stop-after is empty (e.g. --stop-after fpraker=1)")
+    return tuple(out)
 
 
 def output_folder(opts: TrainOptions) -> Path:
@@ -161,6 +193,14 @@ def validate(opts: TrainOptions):
     _check_range("-j/--jobs", opts.jobs, *JOBS_RANGE)
     _check_range("--seed", opts.seed, *SEED_RANGE)
     _check_range("--limit", opts.limit, *LIMIT_RANGE)
+    from . import engine
+
+    epochs = opts.epochs or engine.DEFAULTS["epochs"]
+    for name, stop in opts.stop_after:
+        if name not in formats:
+            raise FlowError(f"--stop-after names format {name!r}, which is not trained "
+                            "(see --formats)")
+        _check_range(f"--stop-after {name}", stop, 1, epochs)
     out = output_folder(opts)
     if opts.capture and resolve(opts.capture, "capture folder") == resolve(out):
         raise FlowError(f"--capture {opts.capture} is the output folder; give the capture a "
@@ -217,7 +257,10 @@ def _train_one(name: str, opts: TrainOptions, events) -> dict:
         kwargs["batch_size"] = opts.batch_size
     finished = False
     try:
-        result = loop.train(opts.model, cls, data, opts.epochs or engine.DEFAULTS["epochs"],
+        epochs = opts.epochs or engine.DEFAULTS["epochs"]
+        stop = opts.epochs_of(name)
+        result = loop.train(opts.model, cls, data, epochs,
+                            stop_after=stop if stop < epochs else None,
                             seed=opts.seed, on_epoch=on_epoch,
                             on_batch=on_batch, capture=capture if writer else None, **kwargs)
         finished = True
@@ -296,34 +339,72 @@ def _plain(obj):
 
 
 class _Progress:
-    """One bar per format (:mod:`flows.progress`), on standard error only when it is a terminal."""
+    """Progress of every format: on a terminal, one bar per format (:mod:`flows.progress`);
+    otherwise (a log, ``make``) one line per format when it starts, each minute while it runs
+    and when an epoch ends, with the time it has left at its pace so far.
+
+    ``epochs`` maps each format to the epochs it trains; ``clock`` and ``stream`` can be
+    injected (a fake clock makes the lines a pure function of the events)."""
 
     FORMAT = ("{desc} {percentage:3.0f}%|{bar:20}| {n:.2f}/{total} epochs [{elapsed}<{remaining}]"
               "{postfix}")
+    #: seconds between two lines of one format when standard error is not a terminal
+    LINE_EVERY = 60.0
 
-    def __init__(self, names, epochs: int, enabled: bool, stream=None):
+    def __init__(self, epochs: dict, enabled: bool, stream=None, clock=time.monotonic,
+                 label: str = ""):
         from ... import progress
 
-        self.enabled = enabled and progress.interactive(stream)
+        self.stream = sys.stderr if stream is None else stream
+        self.bars_on = enabled and progress.interactive(self.stream)
+        self.lines_on = enabled and not self.bars_on
+        self.epochs = dict(epochs)
+        self.clock = clock
+        self.label = f"{label} " if label else ""
         self.bars = {}
-        self.epochs = epochs
-        if self.enabled:
-            width = max(len(n) for n in names)
-            for i, n in enumerate(names):
-                self.bars[n] = progress.bar(epochs, n.ljust(width), "epoch", position=i,
-                                            stream=stream, bar_format=self.FORMAT)
+        self.started: dict = {}
+        self.last_line: dict = {}
+        if self.bars_on:
+            width = max(len(n) for n in epochs)
+            for i, (n, total) in enumerate(epochs.items()):
+                self.bars[n] = progress.bar(total, n.ljust(width), "epoch", position=i,
+                                            stream=self.stream, bar_format=self.FORMAT)
+
+    def _line(self, name, done: float, text: str) -> None:
+        from ... import progress
+
+        now = self.clock()
+        spent = now - self.started.setdefault(name, now)
+        total = self.epochs[name]
+        left = (f", about {progress.elapsed(spent * (total - done) / done)} left"
+                if 0 < done < total else "")
+        print(f"{self.label}{name}: {text} ({progress.elapsed(spent)}{left})",
+              file=self.stream, flush=True)
+        self.last_line[name] = now
+
+    def start(self, name) -> None:
+        if self.lines_on:
+            self.started[name] = self.clock()
+            self._line(name, 0, f"started, {self.epochs[name]} epochs")
 
     def batch(self, name, epoch, iteration, iterations, loss):
+        done = (epoch - 1) + (iteration + 1) / iterations
         bar = self.bars.get(name)
         if bar is not None:
-            bar.set((epoch - 1) + (iteration + 1) / iterations, f"loss {loss:.3f}")
+            bar.set(done, f"loss {loss:.3f}")
+        elif self.lines_on and self.clock() - self.last_line.get(name, 0.0) >= self.LINE_EVERY:
+            self._line(name, done, f"epoch {done:.2f} of {self.epochs[name]}, loss {loss:.3f}")
 
     def epoch(self, name, record):
+        acc = record.get("test_accuracy")
+        text = (f"loss {record['loss']:.3f}, test "
+                f"{'—' if acc is None else f'{100 * acc:.1f} %'}")
         bar = self.bars.get(name)
         if bar is not None:
-            acc = record.get("test_accuracy")
-            bar.set(record["epoch"], f"loss {record['loss']:.3f}, test "
-                                     f"{'—' if acc is None else f'{100 * acc:.1f} %'}")
+            bar.set(record["epoch"], text)
+        elif self.lines_on:
+            self._line(name, record["epoch"],
+                       f"epoch {record['epoch']} of {self.epochs[name]} done, {text}")
 
     def close(self):
         for bar in self.bars.values():
@@ -344,6 +425,8 @@ class TrainRun:
     wall: dict = field(default_factory=dict)
     errors: dict = field(default_factory=dict)
     interrupted: bool = False
+    #: peak resident memory in bytes: ``{"parent": ..., "largest_worker": ...}``
+    peak_rss: dict = field(default_factory=dict)
 
 
 def train(opts: TrainOptions) -> TrainRun:
@@ -370,15 +453,16 @@ def train(opts: TrainOptions) -> TrainRun:
 
 def _run_formats(opts: TrainOptions, formats) -> TrainRun:
     """Train every format (``opts.jobs`` processes at a time); Ctrl-C stops them all."""
-    from . import engine
-
-    epochs = opts.epochs or engine.DEFAULTS["epochs"]
     run = TrainRun(options=opts, formats=formats)
     run.epochs = {n: [] for n in formats}
     ctx = multiprocessing.get_context("fork")
     events = ctx.Queue()
-    progress = _Progress(formats, epochs, opts.progress)
-    pending = list(formats)
+    progress = _Progress({n: opts.epochs_of(n) for n in formats}, opts.progress,
+                         label=opts.model)
+    # the slowest first (longest-processing-time order), so the last format to start is a
+    # short one and the processes end together; the report keeps the order of ``formats``
+    cls = _formats()
+    pending = sorted(formats, key=lambda n: -opts.epochs_of(n) * getattr(cls[n], "cost", 1.0))
     running = {}
     jobs = min(opts.jobs, len(formats))
     try:
@@ -386,6 +470,7 @@ def _run_formats(opts: TrainOptions, formats) -> TrainRun:
             while pending and len(running) < jobs:
                 name = pending.pop(0)
                 _start(ctx, name, opts, events, running)
+                progress.start(name)
             try:
                 ev = events.get(timeout=0.5)
             except queue_mod.Empty:
@@ -419,9 +504,19 @@ def _run_formats(opts: TrainOptions, formats) -> TrainRun:
                 p.join()
     finally:
         progress.close()
+    run.peak_rss = _peak_rss()
     if opts.capture:
         _mark_unfinished_captures(Path(opts.capture), run)
     return run
+
+
+def _peak_rss() -> dict:
+    """The run's peak resident memory, in bytes: this process's and its largest joined
+    worker's (Linux counts ``ru_maxrss`` in KiB)."""
+    import resource
+
+    return {"parent": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "largest_worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
 
 
 def _mark_unfinished_captures(root: Path, run: TrainRun) -> None:
@@ -471,6 +566,7 @@ def config_record(run: TrainRun, data) -> dict:
     return {"model": o.model, "formats": list(run.formats),
             "epochs": o.epochs or engine.DEFAULTS["epochs"],
             "batch_size": o.batch_size or engine.DEFAULTS["batch_size"],
+            "stop_after": dict(o.stop_after),
             "seed": o.seed, "dataset": data.name, "train_samples": int(len(data.y_train)),
             "test_samples": int(len(data.y_test)), "limit": o.limit,
             "hyperparameters": {k: engine.DEFAULTS[k] for k in
@@ -525,12 +621,21 @@ def markdown(run: TrainRun, results: dict, config: dict) -> str:
               "|---|---|---|---|---|---|"]
     for name, r in results.items():
         acc = r.get("final_test_accuracy")
-        delta = "—" if acc is None or ref is None else f"{100 * (acc - ref):+.2f} points"
+        ref_here, at = ref, ""
+        if r.get("stopped_after") is not None:  # against fp32 at the same epoch
+            at = f" (fp32 at epoch {r['stopped_after']})"
+            ref_here = next((e.get("test_accuracy") for e in
+                             results.get("fp32", {}).get("epochs", [])
+                             if e["epoch"] == r["stopped_after"]), None)
+        delta = ("—" if acc is None or ref_here is None
+                 else f"{100 * (acc - ref_here):+.2f} points{at}")
         status = ""
         if r.get("diverged_at") is not None:
             status = f" (diverged at epoch {r['diverged_at']})"
         elif r.get("error"):
             status = f" (failed: {r['error']})"
+        elif r.get("stopped_after") is not None:
+            status = f" (epoch {r['stopped_after']} of {config['epochs']}: --stop-after)"
         elif not r.get("finished", True):
             status = f" (stopped after {len(r['epochs'])} epochs)"
         wall = run.wall.get(name)
@@ -538,6 +643,12 @@ def markdown(run: TrainRun, results: dict, config: dict) -> str:
                      f"{'—' if wall is None else f'{wall:.0f} s'} | "
                      f"{getattr(cls.get(name), 'paper', '')} |")
     lines.append("")
+    if run.peak_rss:
+        jobs = min(run.options.jobs, len(run.formats))
+        lines += [f"Peak resident memory: {run.peak_rss['largest_worker'] / 2**20:.0f} MiB for "
+                  f"the largest format's process, {run.peak_rss['parent'] / 2**20:.0f} MiB for "
+                  f"the parent ({jobs} format{'s' if jobs > 1 else ''} at once).", ""]
+    lines += _same_epoch(results)
     for name, r in results.items():
         if name in cls and r.get("format"):
             text = cls[name].markdown(r)
@@ -547,6 +658,36 @@ def markdown(run: TrainRun, results: dict, config: dict) -> str:
 
 
 
+
+
+#: the formats a format stopped early is compared with, at its last epoch
+SAME_EPOCH_REFERENCES = ("fp32", "bf16")
+
+
+def _same_epoch(results: dict) -> list[str]:
+    """A table for the formats that ``--stop-after`` ended early: their last epoch's test
+    accuracy beside fp32's and bf16's at the same epoch of the same schedule (whose records
+    equal what the stopped format would compare with had it gone on)."""
+    stopped = {n: r for n, r in results.items() if r.get("stopped_after") is not None}
+    if not stopped:
+        return []
+    refs = [n for n in SAME_EPOCH_REFERENCES if n in results and n not in stopped]
+    lines = ["Formats stopped early (`--stop-after`), against " +
+             (", ".join(refs) if refs else "no reference format") + " at the same epoch:", "",
+             "| format | epoch | test accuracy | " + " | ".join(refs) + " |",
+             "|---|---|---|" + "---|" * len(refs)]
+    for name, r in stopped.items():
+        epoch = r["stopped_after"]
+        acc = next((e.get("test_accuracy") for e in r["epochs"] if e["epoch"] == epoch), None)
+        cells = []
+        for ref in refs:
+            other = next((e.get("test_accuracy") for e in results[ref]["epochs"]
+                          if e["epoch"] == epoch), None)
+            delta = ("" if other is None or acc is None
+                     else f" ({100 * (acc - other):+.2f} points)")
+            cells.append(f"{_pct(other)}{delta}")
+        lines.append(f"| {name} | {epoch} | {_pct(acc)} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def plots(work: Path, results: dict) -> None:

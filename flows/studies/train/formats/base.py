@@ -80,6 +80,9 @@ class Format:
     summary = "IEEE FP32 operands and accumulation (the reference)"
     #: the paper's accuracy claim for this format, shown beside the measured one in train.md
     paper = "reference"
+    #: a training step's time against fp32's (measured on ``lenet``, one thread): only a hint
+    #: for the order in which ``trainfab train -j N`` starts formats, the slowest first
+    cost = 1.0
 
     def __init__(self, run: RunInfo):
         self.run = run

@@ -44,6 +44,7 @@ class BF16(Format):
     """
 
     name = "bf16"
+    cost = 3.0
     summary = "bfloat16 operands (RNE), FP32 accumulation; FP32 master weights"
     paper = ("FAST Table II: bfloat16 within 0.05 points of FP32 "
              "(ResNet-18 top-1 68.55 vs 68.60)")

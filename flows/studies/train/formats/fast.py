@@ -143,6 +143,7 @@ class FAST(Format):
     """
 
     name = "fast"
+    cost = 10.0
     summary = ("FAST: BFP groups of 16, 2- or 4-bit magnitudes chosen per layer and tensor by "
                "Algorithm 1 (alpha 0.6, beta 0.3), SR for gradients, FP32 fMAC accumulation")
     paper = ("FAST Table II: FAST within 0.1 points of FP32 on CNNs "

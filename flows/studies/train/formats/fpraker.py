@@ -83,6 +83,7 @@ class FPRaker(Format):
     """
 
     name = "fpraker"
+    cost = 75.0
     summary = ("bfloat16 operands (RNE), dot products on the FPRaker tile (term-serial left "
                "operand, 1.9 accumulator, out-of-bounds skipping)")
     paper = ("FPRaker (MICRO'21): trains to the same accuracy as bfloat16 "

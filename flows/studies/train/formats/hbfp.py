@@ -100,6 +100,7 @@ class HBFP(Format):
     :data:`WIDE`-bit weight storage (module docstring)."""
 
     name = "hbfp"
+    cost = 6.0
     #: mantissa bits of the dot products
     m = 8
 

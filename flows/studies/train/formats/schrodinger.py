@@ -329,6 +329,7 @@ class Schrodinger(_StashFormat):
     """
 
     name = "schrodinger"
+    cost = 7.0
     summary = ("Schrödinger's FP QM+QE: learned per-tensor mantissa/exponent bitlengths for "
                "stashed weights and activations; FP32 GEMMs")
     paper = ("Schrödinger's FP: SFP_Q (QM+QE) within 0.5 points of FP32; "
@@ -519,6 +520,7 @@ class BitWaveFormat(_StashFormat):
     """
 
     name = "bitwave"
+    cost = 4.0
     summary = ("BitWave: one network-wide mantissa bitlength and exponent range for stashed "
                "weights and activations, set by the loss slope; FP32 GEMMs")
     paper = ("Schrödinger's FP: BitWave within 0.1 points of FP32; footprint 3.19x "
