@@ -385,7 +385,8 @@ class _Progress:
     def start(self, name) -> None:
         if self.lines_on:
             self.started[name] = self.clock()
-            self._line(name, 0, f"started, {self.epochs[name]} epochs")
+            n = self.epochs[name]
+            self._line(name, 0, f"started, {n} epoch{'s' if n != 1 else ''}")
 
     def batch(self, name, epoch, iteration, iterations, loss):
         done = (epoch - 1) + (iteration + 1) / iterations

@@ -1,0 +1,80 @@
+"""``docs/training.md``'s generator (:mod:`flows.studies.train.report`): the Fashion-MNIST and
+digits parts, a part without runs kept from the page as it stands, the published figures beside
+fp32, a format stopped early compared at its epoch, and a page it did not write left alone."""
+
+import json
+
+import pytest
+
+from flows.studies.train import report
+
+
+def _run(folder, model, accs: dict, stopped=None, epochs=3, train=60000, test=10000):
+    """A ``train.json`` of ``model`` with the final accuracies ``accs`` (fp32 gets one record
+    per epoch, its accuracy rising by a point an epoch up to the final one)."""
+    formats = {}
+    for name, acc in accs.items():
+        n = stopped[1] if stopped and stopped[0] == name else epochs
+        recs = [{"epoch": e, "loss": 1.0, "train_accuracy": 0.5,
+                 "test_accuracy": acc - 0.01 * (n - e), "format": {}} for e in range(1, n + 1)]
+        formats[name] = {"final_test_accuracy": acc, "best_epoch": n, "diverged_at": None,
+                         "stopped_after": n if n < epochs else None, "epochs": recs,
+                         "format": {}}
+    cfg = {"model": model, "formats": list(accs), "epochs": epochs, "batch_size": 32, "seed": 0,
+           "dataset": "fashion-mnist", "train_samples": train, "test_samples": test,
+           "limit": None, "stop_after": {stopped[0]: stopped[1]} if stopped else {},
+           "hyperparameters": {"lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4,
+                               "schedule": "cosine"}}
+    d = folder / model
+    d.mkdir(parents=True)
+    (d / "train.json").write_text(json.dumps({"config": cfg, "formats": formats}))
+    (d / "train.md").write_text(f"# Training in every format: `{model}`\n\n![a](accuracy.png)\n"
+                                "\n## fast\n\nwidths\n")
+
+
+def test_fashion_part_with_the_published_figures_and_a_stopped_format(tmp_path):
+    _run(tmp_path, "lenet", {"fp32": 0.90, "bf16": 0.895, "fpraker": 0.87},
+         stopped=("fpraker", 1))
+    text = report.build(tmp_path)
+    assert text.splitlines()[2] == report.MARKER
+    assert "<!-- part: fashion-mnist -->" in text and "<!-- part: digits -->" not in text
+    # fpraker against fp32 at epoch 1 (0.88), not at the end (0.90)
+    assert "| fpraker | 87.00 % (-1.00, epoch 1) |" in text
+    assert "| bf16 | 89.50 % (-0.50) |" in text
+    published = [p for p in report.PUBLISHED if p[0] == "lenet"]
+    for _, net, _, acc, _ in published:
+        assert f"| `lenet` | 90.00 % | {net} |" in text and f"| {100 * acc:.1f} % |" in text
+    assert "`fpraker` stops after epoch 1 of the same schedule" in text
+    assert "#### Accuracy, footprints and widths" in text and "###### fast" in text
+    assert "![" not in text
+
+
+def test_a_part_without_runs_is_kept_from_the_page(tmp_path):
+    _run(tmp_path / "digits", "mlp", {"fp32": 0.98, "bf16": 0.97}, epochs=10, train=1437,
+         test=360)
+    first = report.build(tmp_path)
+    digits = report.kept_part(first, "digits")
+    assert digits and digits[0] == "<!-- part: digits -->" and "| bf16 | 97.00 % (-1.00) |" in digits
+    assert "One test image is 0.28 points." in "\n".join(digits)
+    # the Fashion-MNIST runs come later, in another build folder: the digits part stays
+    other = tmp_path / "later"
+    _run(other, "lenet", {"fp32": 0.90})
+    second = report.build(other, old=first)
+    assert report.kept_part(second, "digits") == digits
+    assert "<!-- part: fashion-mnist -->" in second
+    assert second.index("part: fashion-mnist") < second.index("part: digits")
+
+
+def test_nothing_to_report_and_a_foreign_page_are_errors(tmp_path, capsys):
+    with pytest.raises(report.FlowError, match="no train.json of lenet, resnet"):
+        report.build(tmp_path)
+    _run(tmp_path, "lenet", {"fp32": 0.9})
+    page = tmp_path / "page.md"
+    page.write_text("# my notes\n\nkeep me\n")
+    assert report.main([str(tmp_path), str(page)]) == 2
+    assert "is not a page this generator wrote" in capsys.readouterr().err
+    assert page.read_text() == "# my notes\n\nkeep me\n"
+    fresh = tmp_path / "fresh.md"
+    assert report.main([str(tmp_path), str(fresh)]) == 0
+    assert report.MARKER in fresh.read_text()
+    assert report.main([str(tmp_path), str(fresh)]) == 0  # its own page: replaced
