@@ -115,6 +115,7 @@ def test_bad_files_and_options(tmp_path, capsys, build):
 
 class _FakeConfig(SimpleNamespace):
     encoding = "csd"
+    rows = cols = lanes = 8
 
 
 def _fake_tile_model(cycles_per_group: int, stalls: dict):
@@ -178,6 +179,50 @@ def test_summary_is_total_time_and_mac_weighted(monkeypatch):
         (4.5 / 2 * macs[0] + 4.5 / 6 * macs[1]) / sum(macs))
     assert s["ideal_eq4"] == pytest.approx(4.0)   # 8 positions / 2 terms everywhere
     assert s["macs"] == sum(macs)
+
+
+# --- the operand floor and out-of-bounds summaries, from their definitions
+
+
+def test_operand_floor_hand_counted():
+    from golden.fpraker.tile import TileConfig
+
+    one, x, five = 0x3F80, 0x3FF0, 0x3FAB      # 1, 2 and 5 CSD terms
+    cfg = TileConfig(rows=2, cols=2, lanes=2)
+    # serial rows (M = 3, K = 4: two groups of 2 lanes); per row and group the largest lane
+    # term count, at least 1: row 0 = max(1,2) + max(5,0) = 7, row 1 = 1 + 1 (a zero group
+    # still takes a cycle) = 2, row 2 = 2 + 2 = 4
+    S = np.array([[one, x, five, 0], [one, 0, 0, 0], [x, x, x, 0]], dtype=np.uint16)
+    # tile runs of 2 columns: rows {0, 1} -> 7, row {2} -> 4; N = 3 -> 2 row blocks
+    assert speedup.operand_floor(S, 3, cfg) == (7 + 4) * 2
+    assert speedup.operand_floor(S, 2, cfg) == 7 + 4
+
+
+def test_operand_floor_is_a_lower_bound_of_the_tile_without_ob():
+    """Without out-of-bounds skipping every term is processed, one per lane per cycle, and a
+    column waits for the others: the tile never beats the floor (B operands without zeros,
+    so no lane's terms are dropped)."""
+    from golden.fpraker.gemm import tile_gemm
+    from golden.fpraker.tile import TileConfig
+
+    rng = np.random.default_rng(7)
+    cfg = speedup.ablation_configs(TileConfig())["no_ob"]
+    S = _bf16(np.maximum(rng.standard_normal((24, 40)), 0))
+    P = _bf16(rng.standard_normal((16, 40)) + 0.01)
+    assert 0 < speedup.operand_floor(S, 16, cfg) <= tile_gemm(S, P, cfg).cycles
+
+
+def test_ob_summary_from_its_definitions():
+    recs = [{"useful": 80, "useful_no_ob": 100, "cycles_no_ob": 50,
+             "stalls": {"no_term": 30, "lock_step": 10, "shift_range": 99},
+             "stalls_no_ob": {"no_term": 40, "lock_step": 20, "shift_range": 1}},
+            {"useful": 20, "useful_no_ob": 20, "cycles_no_ob": 5,
+             "stalls": {"inter_column": 5}, "stalls_no_ob": {"inter_column": 5}}]
+    s = speedup.gemm.ob_summary(recs)
+    assert s["ob_term_share"] == pytest.approx(1 - 100 / 120)
+    assert s["cycles_no_ob"] == 55
+    assert (s["sync_cycles"], s["sync_cycles_no_ob"]) == (45, 65)   # shift_range is not sync
+    assert s["sync_cut"] == pytest.approx(1 - 45 / 65)
 
 
 # --- Eq. 4 ideal, hand-counted

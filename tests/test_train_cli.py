@@ -89,6 +89,12 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
     md = (out / "speedup.md").read_text()
     for phase in ("fwd", "bwd_data", "wgrad"):
         assert phase in md
+    # the operand floor and the out-of-bounds share, per GEMM and per phase
+    for r in res["records"]:
+        assert 0 < r["floor_cycles"] and r["useful"] <= r["useful_no_ob"]
+    best = res["captures"][0]["phases"]["wgrad"]["best"]
+    assert 0.0 <= best["ob_term_share"] < 1.0 and best["floor_cycles"] > 0
+    assert "### Operand floor, out-of-bounds skipping and K" in md and "| K | GEMMs |" in md
 
 
 @pytest.mark.parametrize("args, message", [

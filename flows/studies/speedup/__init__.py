@@ -97,6 +97,14 @@ Model-level summary, per orientation: the total-time speedup ``(Σ baseline / 8)
 proportional to padded MACs), beside the paper's 1.5× average; the ideal over all layers
 ``8 Σ(values·N) / Σ(terms·N)``; the lane-cycle breakdown over all layers.
 
+Every GEMM also gets its **operand floor** (:func:`operand_floor`, ``floor_cycles``): the
+cycles of a tile that needs only the serial operand's terms, per column and group its largest
+lane term count; the tile's cycles above it are the protocol's.  With the breakdown, the
+``no_ob`` ablation's useful lane-cycles (``useful_no_ob``), stalls and cycles give the share of
+the terms out-of-bounds skipping drops and the synchronization stalls it removes
+(:func:`ob_summary`; the paper's Figs. 13 and 16).  Captures get a table of these per phase and
+against K.
+
 Captures add, per capture, the same summary (:func:`summarize`, per orientation ``given``,
 ``swapped`` and ``best``) over the GEMMs of each phase (``phases``), of each epoch
 (``epochs``: all phases, and per phase), of each layer (``layers``) and of the whole run
@@ -115,8 +123,9 @@ the per-epoch speedup per phase and the lane-cycle breakdown per phase.
 
 from .captured import capture_views, choose_serial
 from .gemm import (CLOCK_HZ, DRAM_BYTES_PER_S, PAPER_MODELS, PAPER_SPLIT, PAPER_TILES, POSITIONS,
-                   ablation_configs, area_ratio, bdc_bits, ideal_eq4, serial_terms,
-                   speedup_split, study_gemm, summarize, zero_value_operand)
+                   SYNC_STALLS, ablation_configs, area_ratio, bdc_bits, ideal_eq4, ob_summary,
+                   operand_floor, serial_terms, speedup_split, study_gemm, summarize,
+                   zero_value_operand)
 from .operands import file_pairs, sample_rows, to_bf16
 from .outputs import plot, plot_captures, to_csv, write
 from .study import run
@@ -138,4 +147,4 @@ __all__ = ["run", "study_gemm", "summarize", "area_ratio",
            "ideal_eq4", "serial_terms", "sample_rows", "file_pairs", "to_bf16",
            "markdown", "to_csv", "plot", "write", "PAPER_TILES", "POSITIONS", "PAPER_SPLIT",
            "CLOCK_HZ", "DRAM_BYTES_PER_S", "zero_value_operand", "ablation_configs", "bdc_bits",
-           "speedup_split"]
+           "speedup_split", "operand_floor", "ob_summary", "SYNC_STALLS"]

@@ -73,6 +73,31 @@ def ideal_eq4(S: np.ndarray, encoding: str = "csd") -> float:
     return POSITIONS * n / terms if terms else math.inf
 
 
+def operand_floor(S: np.ndarray, N: int, cfg) -> int:
+    """The **operand floor** of a GEMM with serial rows ``S`` (bf16 patterns, (M, K)) and ``N``
+    parallel rows on tile ``cfg``: the cycles of a tile whose PEs need only the serial
+    operand's terms, one term per lane per cycle, and nothing else — per column and group the
+    largest term count among its lanes (at least one cycle, the bit-parallel tile's), each
+    column running its groups without waiting for the others, each tile run as long as its
+    slowest column, ``ceil(N / rows)`` row blocks.  The tile's cycles above it are the
+    protocol's (shared exponent blocks, lock-step pops, shift windows, columns waiting for one
+    another); out-of-bounds skipping can take the tile below it, as it drops terms."""
+    from golden.common.tile import gemm_groups
+    from golden.fpraker.encoder import term_counts
+
+    S3, _ = gemm_groups(np.asarray(S), np.zeros((1, np.asarray(S).shape[1]), np.int64),
+                        cfg.lanes)
+    exp, man = (S3 >> 7) & 0xFF, S3 & 0x7F
+    terms = term_counts(np.where(exp == 0, 0, 128 + man), _encoding(cfg))
+    per_row = np.maximum(terms.max(axis=2), 1).sum(axis=1)         # (M,)
+    M = per_row.shape[0]
+    cols = cfg.cols
+    padded = np.zeros(-(-M // cols) * cols, dtype=np.int64)
+    padded[:M] = per_row
+    runs = padded.reshape(-1, cols).max(axis=1)
+    return int(runs.sum()) * -(-N // cfg.rows)
+
+
 # --- one GEMM
 
 
@@ -136,6 +161,7 @@ def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
         "speedup_same_tiles": base / fpr if fpr else math.inf,
         "speedup_paper": (base / b) / (fpr / a) if fpr else math.inf,
         "speedup_ours": (area_ratio * base / fpr if fpr else math.inf) if area_ratio else None,
+        "floor_cycles": operand_floor(S, N, cfg),
         "serial_values": M * K, "serial_terms": terms,
         "serial_zero_fraction": float((((S >> 7) & 0xFF) == 0).mean()),
         "ideal_eq4": POSITIONS * M * K / terms if terms else math.inf,
@@ -147,7 +173,12 @@ def study_gemm(name: str, orientation: str, S: np.ndarray, P: np.ndarray, cfg,
     if breakdown:
         ab = ablation_configs(cfg)
         rec["cycles_zero_value"] = int(tile_gemm(zero_value_operand(S), P, ab["zero_value"]).cycles)
-        rec["cycles_no_ob"] = int(tile_gemm(S, P, ab["no_ob"]).cycles)
+        no_ob = tile_gemm(S, P, ab["no_ob"])
+        rec["cycles_no_ob"] = int(no_ob.cycles)
+        # the terms out-of-bounds skipping drops: useful lane-cycles without it, less with it
+        rec["useful_no_ob"] = int(no_ob.useful)
+        rec["stalls_no_ob"] = {k: int(v) for k, v in no_ob.stalls.items() if k != other}
+        rec["lane_cycles_no_ob"] = int(no_ob.lane_cycles)
         rec["offchip_bytes"] = 2 * (M * K + N * K + M * N)
         rec["offchip_bdc_bytes"] = (bdc_bits(S) + bdc_bits(P) + bdc_bits(r.out)) / 8
         rec["seconds"] = time.monotonic() - t0
@@ -191,6 +222,26 @@ def speedup_split(rs: list[dict]) -> dict | None:
     return out
 
 
+#: the stall causes of synchronization between lanes, PEs and columns (Fig. 16's overhead)
+SYNC_STALLS = ("no_term", "lock_step", "inter_column", "column_wait")
+
+
+def ob_summary(rs: list[dict]) -> dict:
+    """Out-of-bounds skipping over records with the ``no_ob`` ablation: ``ob_term_share``, the
+    share of the terms the tile would process without it that it drops (the paper's Fig. 13);
+    ``cycles_no_ob``; and ``sync_cycles`` / ``sync_cycles_no_ob``, the synchronization stalls
+    (:data:`SYNC_STALLS`) in lane-cycles with and without it (Fig. 16: how much of that
+    overhead the skipping removes)."""
+    useful = sum(r["useful"] for r in rs)
+    useful_no = sum(r["useful_no_ob"] for r in rs)
+    sync = sum(r["stalls"].get(k, 0) for r in rs for k in SYNC_STALLS)
+    sync_no = sum(r["stalls_no_ob"].get(k, 0) for r in rs for k in SYNC_STALLS)
+    return {"ob_term_share": 1 - useful / useful_no if useful_no else 0.0,
+            "cycles_no_ob": sum(r["cycles_no_ob"] for r in rs),
+            "sync_cycles": sync, "sync_cycles_no_ob": sync_no,
+            "sync_cut": 1 - sync / sync_no if sync_no else 0.0}
+
+
 def summarize(records: list[dict], area_ratio: float | None) -> dict:
     """Per orientation: totals, total-time speedups, ideal, lane-cycle breakdown."""
     out = {}
@@ -215,9 +266,16 @@ def summarize(records: list[dict], area_ratio: float | None) -> dict:
             "stall_fractions": {k: sum(r["stalls"].get(k, 0) for r in rs) / lane if lane else 0.0
                                 for k in causes},
         }
+        floor = sum(r.get("floor_cycles", 0) for r in rs)
+        out[o]["floor_cycles"] = floor
+        out[o]["floor_share"] = floor / fpr if fpr else 0.0
+        groups = sum(r["tile_runs"] * r["groups"] for r in rs)
+        out[o]["cycles_per_group"] = fpr / groups if groups else 0.0
+        out[o]["floor_per_group"] = floor / groups if groups else 0.0
         split = speedup_split(rs)
         if split is not None:
             out[o]["breakdown"] = split
+            out[o].update(ob_summary(rs))
     return out
 
 

@@ -3,7 +3,8 @@ label texts the command's summary lines share."""
 
 import math
 
-from .gemm import PAPER_MODELS, PAPER_NO_TERM, PAPER_SPEEDUP, PAPER_SPLIT
+from .gemm import (PAPER_MODELS, PAPER_NO_TERM, PAPER_SPEEDUP, PAPER_SPLIT, PAPER_TILES,
+                   SYNC_STALLS, ob_summary)
 
 
 def _x(v) -> str:
@@ -179,8 +180,9 @@ def _capture_markdown(res: dict) -> list[str]:
     for cap in res["captures"]:
         if not cap["total"]:
             continue
-        lines += (_capture_head(cap) + _capture_phases(cap) + _capture_epochs(cap)
-                  + _capture_layers(cap) + _capture_choice(cap))
+        recs = [r for r in res["records"] if r.get("capture") == cap["label"] and r["chosen"]]
+        lines += (_capture_head(cap) + _capture_phases(cap) + _capture_floor(cap, recs)
+                  + _capture_epochs(cap) + _capture_layers(cap) + _capture_choice(cap))
     return lines
 
 
@@ -236,6 +238,70 @@ def _capture_phases(cap: dict) -> list[str]:
                   *(_split_row(p, v["best"]["breakdown"])
                     for p, v in [*cap["phases"].items(), ("all phases", t)]), ""]
     return lines
+
+
+#: the K ranges of the K table (lower bounds; the last is open)
+K_BOUNDS = (1, 64, 256, 1024, 4096)
+
+
+def _k_range(k: int) -> str:
+    lo = max(b for b in K_BOUNDS if b <= k)
+    i = K_BOUNDS.index(lo)
+    return f"{lo:,}–{K_BOUNDS[i + 1] - 1:,}" if i + 1 < len(K_BOUNDS) else f"≥ {lo:,}"
+
+
+def _capture_floor(cap: dict, recs: list[dict]) -> list[str]:
+    """Per phase: the tile's cycles against the operand floor (operand- and protocol-limited
+    parts), cycles per group and, with the ablations, the out-of-bounds term share and the
+    synchronization stalls with and without the skipping; then the same against K."""
+    t = cap["total"]
+    has_ob = "ob_term_share" in t["best"]
+    lines = ["### Operand floor, out-of-bounds skipping and K (chosen serial operand)", "",
+             "**Operand floor**: the cycles of a tile that needs only the serial operand's "
+             "terms (per column and group its largest lane term count, at least one cycle; "
+             "columns not waiting for one another): the tile's cycles split into the "
+             "operand-limited part (the floor) and the protocol-limited rest. Out-of-bounds "
+             "skipping drops terms, so the tile can go below the floor."
+             + (" **OB term share**: the share of the terms the tile processes without "
+                "out-of-bounds skipping that it drops with it (the paper's Fig. 13). **Sync "
+                "stalls**: lane-cycles of " + ", ".join(f"`{k}`" for k in SYNC_STALLS)
+                + " without and with the skipping, and the share it removes (Fig. 16)."
+                if has_ob else ""), "",
+             "| phase | tile cycles | operand floor | operand-limited | protocol-limited | "
+             "cycles per group | floor per group |"
+             + (" OB term share | sync stalls without OB | with OB | cut |" if has_ob else ""),
+             "|---|---|---|---|---|---|---|" + ("---|---|---|---|" if has_ob else "")]
+    for p, v in [*cap["phases"].items(), ("all phases", t)]:
+        b = v["best"]
+        row = (f"| {p} | {b['fpraker_cycles']:,} | {b['floor_cycles']:,} | "
+               f"{b['floor_share']:.1%} | {1 - b['floor_share']:.1%} | "
+               f"{b['cycles_per_group']:.2f} | {b['floor_per_group']:.2f} |")
+        if has_ob:
+            row += (f" {b['ob_term_share']:.1%} | {b['sync_cycles_no_ob']:,} | "
+                    f"{b['sync_cycles']:,} | {b['sync_cut']:.1%} |")
+        lines.append(row)
+    lines += ["", "Against K (every chosen GEMM of the run, by its reduction length):", "",
+              "| K | GEMMs | MACs | cycles per group | floor per group | iso-area 36:8 |"
+              + (" OB term share | speedup OB adds |" if has_ob else ""),
+              "|---|---|---|---|---|---|" + ("---|---|" if has_ob else "")]
+    buckets: dict = {}
+    for r in sorted(recs, key=lambda r: r["K"]):
+        buckets.setdefault(_k_range(r["K"]), []).append(r)
+    a, b_ = PAPER_TILES
+    for label, rs in buckets.items():
+        groups = sum(r["tile_runs"] * r["groups"] for r in rs)
+        fpr = sum(r["fpraker_cycles"] for r in rs)
+        base = sum(r["baseline_cycles"] for r in rs)
+        row = (f"| {label} | {len(rs)} | {sum(r['macs'] for r in rs):,} | "
+               f"{fpr / groups:.2f} | {sum(r['floor_cycles'] for r in rs) / groups:.2f} | "
+               f"{_x((base / b_) / (fpr / a) if fpr else math.inf)} |")
+        if has_ob:
+            ob = ob_summary(rs)
+            no_ob = ob["cycles_no_ob"]
+            row += (f" {ob['ob_term_share']:.1%} | "
+                    f"{(no_ob / fpr - 1) if fpr else 0:+.1%} |")
+        lines.append(row)
+    return lines + [""]
 
 
 def _capture_epochs(cap: dict) -> list[str]:
