@@ -247,6 +247,22 @@ def test_sample_rows_and_bf16_rounding():
     assert speedup.sample_rows(10, 4).tolist() == [0, 2, 5, 7]
     assert speedup.sample_rows(3, 8).tolist() == [0, 1, 2]
     assert speedup.sample_rows(3, None).tolist() == [0, 1, 2]
+    # keyed: a seeded random draw, sorted, without repeats, the same for the same key
+    a = speedup.sample_rows(1000, 10, "conv1.fwd.serial")
+    assert len(set(a.tolist())) == 10 and a.tolist() == sorted(a.tolist())
+    assert a.tolist() == speedup.sample_rows(1000, 10, "conv1.fwd.serial").tolist()
+    assert a.tolist() != speedup.sample_rows(1000, 10, "conv1.fwd.parallel").tolist()
+    assert speedup.sample_rows(5, 8, "k").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_sampled_gemm_weighs_by_its_whole_size():
+    r = {"fpraker_cycles": 10, "baseline_cycles": 4, "macs": 100, "useful": 7,
+         "stalls": {"no_term": 3}, "speedup_paper": 1.8, "weight": 2.5}
+    w = speedup.gemm.weighted(r)
+    assert (w["fpraker_cycles"], w["baseline_cycles"], w["macs"], w["useful"]) == (25, 10, 250, 18)
+    assert w["stalls"] == {"no_term": 8} and w["speedup_paper"] == 1.8   # ratios kept
+    assert speedup.gemm.weighted(dict(r, weight=1)) == dict(r, weight=1)
+    assert r["macs"] == 100   # the record itself is not changed
     # RNE to bf16: 1 + 2^-8 is a tie and goes to even (1.0); 1 + 3*2^-8 rounds up
     v = np.array([1 + 2**-8, 1 + 3 * 2**-8], dtype=np.float32)
     assert speedup.to_bf16(v, "t").tolist() == [0x3F80, 0x3F82]
@@ -322,8 +338,12 @@ def test_cli_max_rows_and_default_output(tmp_path, capsys, build):
     res = json.loads((build / "speedup" / "speedup.json").read_text())
     (r,) = res["records"]
     assert (r["M"], r["N"]) == (5, 5)
-    # the kept serial rows are 0, 8, 16, 24, 32: their values' terms give the ideal
-    assert r["serial_terms"] == speedup.serial_terms(_bf16(serial[[0, 8, 16, 24, 32]]))
+    # the kept serial rows are the GEMM's keyed random draw: their values' terms give the
+    # ideal, and the record stands for the whole 40 x 30 GEMM in the totals
+    kept = speedup.sample_rows(40, 5, "a.serial")
+    assert r["serial_terms"] == speedup.serial_terms(_bf16(serial[kept]))
+    assert r["weight"] == (40 * 30) / (5 * 5)
+    assert res["summary"]["given"]["macs"] == 40 * 30 * 8
     assert "not measured" in res["area_ratio_source"]
 
 

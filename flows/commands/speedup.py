@@ -29,9 +29,10 @@ def add_arguments(p) -> None:
                    help="given = serial as named (model: activations serial), swapped = the "
                         "reverse, both (default for --model; files default given)")
     p.add_argument("--max-rows", type=int, metavar="N",
-                   help="keep at most N evenly spaced rows: of the activations (tokens) for "
-                        f"--model (default {speedup.MODEL_ROWS} of 154), of each operand for files "
-                        "and captures (default all)")
+                   help="keep at most N rows: evenly spaced of the activations (tokens) for "
+                        f"--model (default {speedup.MODEL_ROWS} of 154), drawn at random (seeded by "
+                        "the GEMM's name) of each operand for files and captures, each GEMM "
+                        "weighing by its whole size in the totals (default all)")
     p.add_argument("--layers", type=int, metavar="L", help="--model: first L encoder layers only")
     p.add_argument("--quick", action="store_true",
                    help="small run: model = 1 layer, 16 tokens, 64 weight rows; files and "

@@ -46,15 +46,19 @@ def _run_captures(args, one) -> dict:
                     raise captures.CaptureError(
                         f"{path}: {g['name']} is {list(s.shape)} by {list(q.shape)} in the "
                         f"file, {g['serial']} by {g['parallel']} in the manifest")
-                S = _read_rows(s, sample_rows(s.shape[0], limit), f"{path}: {s.name}")
-                P = _read_rows(q, sample_rows(q.shape[0], limit), f"{path}: {q.name}")
+                key = f"{label}:{g['epoch']}:{g['name']}"
+                S = _read_rows(s, sample_rows(s.shape[0], limit, key + ".serial"),
+                               f"{path}: {s.name}")
+                P = _read_rows(q, sample_rows(q.shape[0], limit, key + ".parallel"),
+                               f"{path}: {q.name}")
                 for o in ("given", "swapped"):
                     k += 1
                     operand = CAPTURE_OPERANDS[g["phase"]][o == "swapped"]
                     rec = one(f"{prefix}e{g['epoch']:03d}:{g['name']}", o,
                               *((S, P) if o == "given" else (P, S)), k, total, serial=operand)
                     rec.update(capture=label, epoch=g["epoch"], layer=g["layer"],
-                               phase=g["phase"], serial_operand=operand)
+                               phase=g["phase"], serial_operand=operand,
+                               weight=(s.shape[0] * q.shape[0]) / (S.shape[0] * P.shape[0]))
                 del S, P
     return {"kind": "captures", "files": [str(f) for f in args.files], "max_rows": limit,
             "captures": [{"dir": str(d), "label": label, "meta": captures.meta_of(m),

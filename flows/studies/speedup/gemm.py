@@ -222,6 +222,30 @@ def speedup_split(rs: list[dict]) -> dict | None:
     return out
 
 
+#: a record's counts that :func:`weighted` scales to the whole GEMM
+_COUNTS = ("fpraker_cycles", "baseline_cycles", "macs", "lane_cycles", "useful", "floor_cycles",
+           "tile_runs", "serial_values", "serial_terms", "cycles_zero_value", "cycles_no_ob",
+           "useful_no_ob", "lane_cycles_no_ob", "offchip_bytes", "offchip_bdc_bytes")
+
+
+def weighted(r: dict) -> dict:
+    """Record ``r`` standing for its whole GEMM: when only some rows of its operands were
+    studied (``weight`` = the whole GEMM's MACs over the studied ones, set by ``--max-rows``
+    sampling), its cycle, lane-cycle, MAC and byte counts multiplied by ``weight`` (rounded),
+    so that sums over GEMMs weigh each by its real size; its ratios are unchanged."""
+    w = r.get("weight", 1)
+    if w == 1:
+        return r
+    out = dict(r)
+    for k in _COUNTS:
+        if k in r:
+            out[k] = int(round(r[k] * w))
+    for k in ("stalls", "stalls_no_ob"):
+        if k in r:
+            out[k] = {c: int(round(v * w)) for c, v in r[k].items()}
+    return out
+
+
 #: the stall causes of synchronization between lanes, PEs and columns (Fig. 16's overhead)
 SYNC_STALLS = ("no_term", "lock_step", "inter_column", "column_wait")
 
@@ -232,6 +256,7 @@ def ob_summary(rs: list[dict]) -> dict:
     ``cycles_no_ob``; and ``sync_cycles`` / ``sync_cycles_no_ob``, the synchronization stalls
     (:data:`SYNC_STALLS`) in lane-cycles with and without it (Fig. 16: how much of that
     overhead the skipping removes)."""
+    rs = [weighted(r) for r in rs]
     useful = sum(r["useful"] for r in rs)
     useful_no = sum(r["useful_no_ob"] for r in rs)
     sync = sum(r["stalls"].get(k, 0) for r in rs for k in SYNC_STALLS)
@@ -246,6 +271,7 @@ def summarize(records: list[dict], area_ratio: float | None) -> dict:
     """Per orientation: totals, total-time speedups, ideal, lane-cycle breakdown."""
     out = {}
     a, b = PAPER_TILES
+    records = [weighted(r) for r in records]
     for o in dict.fromkeys(r["orientation"] for r in records):
         rs = [r for r in records if r["orientation"] == o]
         fpr = sum(r["fpraker_cycles"] for r in rs)

@@ -36,10 +36,21 @@ def to_bf16(x: np.ndarray, where: str) -> np.ndarray:
     return b
 
 
-def sample_rows(M: int, limit: int | None) -> np.ndarray:
-    """Row indices kept by ``--max-rows``: all, or ``i·M//limit`` for i < limit."""
+def sample_rows(M: int, limit: int | None, key: str | None = None) -> np.ndarray:
+    """Row indices kept by ``--max-rows``: all; or, without ``key``, ``i·M//limit`` for
+    i < limit (evenly spaced); or, with ``key``, ``limit`` rows drawn without replacement by a
+    generator seeded from ``key`` (a GEMM's name: the same rows in every run), in increasing
+    order.  Evenly spaced rows can alias with the data's structure (a convolution's rows are
+    images × pixels: a stride of 196 over 784-pixel images keeps four fixed pixels of each,
+    border pixels whose gradients are mostly zero), so captures and files are sampled at
+    random."""
     if limit is None or limit >= M:
         return np.arange(M)
+    if key is not None:
+        import zlib
+
+        rng = np.random.default_rng(zlib.crc32(key.encode()))
+        return np.sort(rng.choice(M, size=limit, replace=False)).astype(np.int64)
     return np.arange(limit, dtype=np.int64) * M // limit
 
 

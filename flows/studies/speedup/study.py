@@ -151,11 +151,14 @@ def run(args, quiet: bool = False) -> dict:
                          "max_rows": limit, "rule": [g["rule"] for g in gemms]}
         for g in gemms:
             s, q = g["serial"], g["parallel"]
-            S = _read_rows(s, sample_rows(s.shape[0], limit), f"{g['file']}: {s.name}")
-            P = _read_rows(q, sample_rows(q.shape[0], limit), f"{g['file']}: {q.name}")
+            S = _read_rows(s, sample_rows(s.shape[0], limit, f"{g['name']}.serial"),
+                           f"{g['file']}: {s.name}")
+            P = _read_rows(q, sample_rows(q.shape[0], limit, f"{g['name']}.parallel"),
+                           f"{g['file']}: {q.name}")
             for o in orients:
                 k += 1
-                one(g["name"], o, *((S, P) if o == "given" else (P, S)), k, total)
+                rec = one(g["name"], o, *((S, P) if o == "given" else (P, S)), k, total)
+                rec["weight"] = (s.shape[0] * q.shape[0]) / (S.shape[0] * P.shape[0])
             del S, P
     res["records"] = records
     if kind == "captures":

@@ -4,7 +4,7 @@ label texts the command's summary lines share."""
 import math
 
 from .gemm import (PAPER_MODELS, PAPER_NO_TERM, PAPER_SPEEDUP, PAPER_SPLIT, PAPER_TILES,
-                   SYNC_STALLS, ob_summary)
+                   SYNC_STALLS, ob_summary, weighted)
 
 
 def _x(v) -> str:
@@ -285,7 +285,7 @@ def _capture_floor(cap: dict, recs: list[dict]) -> list[str]:
               + (" OB term share | speedup OB adds |" if has_ob else ""),
               "|---|---|---|---|---|---|" + ("---|---|" if has_ob else "")]
     buckets: dict = {}
-    for r in sorted(recs, key=lambda r: r["K"]):
+    for r in sorted((weighted(r) for r in recs), key=lambda r: r["K"]):
         buckets.setdefault(_k_range(r["K"]), []).append(r)
     a, b_ = PAPER_TILES
     for label, rs in buckets.items():
