@@ -22,6 +22,8 @@
 #                   minutes on 2 cores, under 1.5 GB of memory and of captures)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
+#   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies
+#                   no other target runs, into build/studies/ (about 45 minutes on 2 cores)
 #   JOBS=N          pytest-xdist workers (default 2)
 #
 # Set-up: Debian packages (iverilog, yosys, opensta, the OSU 0.18 µm liberty) are installed
@@ -36,7 +38,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018 dataset-fashion-mnist
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper timing test test-full bench training training-digits docs clean
+.PHONY: all setup debian demo paper timing test test-full bench training training-digits studies docs clean
 
 all: demo
 
@@ -91,6 +93,8 @@ docs: setup
 	$(VENV)/bin/trainfab docs
 
 DIGITS_MODELS := mlp cnn cnn-q4
+# rows of each operand the FPRaker study keeps of resnet's GEMMs (drawn at random, seeded)
+SAMPLE_ROWS := 128
 TRAIN_DIR := build/training
 TF := $(VENV)/bin/trainfab
 
@@ -98,12 +102,16 @@ training: setup
 	@echo "make training [1/4]: lenet on Fashion-MNIST in every format (about 50 min; each format prints its time left)"
 	$(TF) train --model lenet --dataset fashion-mnist --formats all --epochs 3 --stop-after fpraker=1 \
 	  -j $(JOBS) --capture $(TRAIN_DIR)/lenet/capture -o $(TRAIN_DIR)/lenet
-	@echo "make training [2/4]: FPRaker's speedup and FAST's time on lenet's captures (about 2 min)"
+	@echo "make training [2/4]: FPRaker's speedup and FAST's time on lenet's captures (about 3 min)"
 	$(TF) speedup $(TRAIN_DIR)/lenet/capture/fpraker -o $(TRAIN_DIR)/lenet/speedup
+	$(TF) speedup $(TRAIN_DIR)/lenet/capture/fpraker --max-rows $(SAMPLE_ROWS) \
+	  -o $(TRAIN_DIR)/lenet/speedup-sampled
 	$(TF) study fast-time $(TRAIN_DIR)/lenet -o $(TRAIN_DIR)/lenet/fast-time
-	@echo "make training [3/4]: resnet on 20,000 Fashion-MNIST images in fp32 and bf16 (about 25 min)"
+	@echo "make training [3/4]: resnet on 20,000 Fashion-MNIST images in fp32 and bf16, FPRaker on its bf16 GEMMs (about 20 min)"
 	$(TF) train --model resnet --dataset fashion-mnist --limit 25000 --formats fp32,bf16 --epochs 2 \
 	  -j $(JOBS) --capture $(TRAIN_DIR)/resnet/capture -o $(TRAIN_DIR)/resnet
+	$(TF) speedup $(TRAIN_DIR)/resnet/capture/bf16 --max-rows $(SAMPLE_ROWS) \
+	  -o $(TRAIN_DIR)/resnet/speedup
 	@echo "make training [4/4]: the HBFP error study and docs/training.md"
 	$(TF) study hbfp -o $(TRAIN_DIR)/hbfp
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
@@ -116,6 +124,27 @@ training-digits: setup
 	  $(TF) study fast-time $(TRAIN_DIR)/digits/$$m -o $(TRAIN_DIR)/digits/$$m/fast-time || exit 1; \
 	done
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
+
+STUDY_DIR := build/studies
+
+studies: setup
+	@for m in $(DIGITS_MODELS); do \
+	  test -d $(TRAIN_DIR)/digits/$$m/capture/fpraker || { echo "make studies reads the captures of make training-digits: $(TRAIN_DIR)/digits/$$m/capture/fpraker is missing"; exit 1; }; \
+	done
+	@echo "make studies [1/5]: Equinox's dispatch study (under a minute)"
+	$(TF) study dispatch -o $(STUDY_DIR)/dispatch
+	@echo "make studies [2/5]: the FPRaker rows study on synthetic operands and on cnn's captures (under a minute)"
+	$(TF) study fpraker-rows -o $(STUDY_DIR)/fpraker-rows
+	$(TF) study fpraker-rows $(TRAIN_DIR)/digits/cnn/capture/fpraker -o $(STUDY_DIR)/fpraker-rows-cnn
+	@echo "make studies [3/5]: FPRaker's speedup with independent PEs on the digits captures (about 3 min)"
+	@for m in $(DIGITS_MODELS); do \
+	  $(TF) speedup $(TRAIN_DIR)/digits/$$m/capture/fpraker --set sync=independent \
+	    -o $(STUDY_DIR)/speedup-independent/$$m || exit 1; \
+	done
+	@echo "make studies [4/5]: the interleaved 8 x 8 tile's cycles per group, printed (pipeline 1, contexts 4; seconds)"
+	$(PY) -c "from flows.work import tile_work; print('\n'.join(f'{label}: {512 / w:.2f} cycles per group, {w:.1f} MACs per cycle' for label, w in tile_work({'pipeline': 1, 'contexts': 4})))"
+	@echo "make studies [5/5]: the 8 x 8 FPRaker tile with independent PEs, by block (about 40 min)"
+	$(TF) area fpraker.tile --set sync=independent --breakdown -o $(STUDY_DIR)/tile-independent
 
 clean:
 	rm -rf build .pytest_cache

@@ -129,6 +129,36 @@ def _model_sections(build_dir: Path, docs: dict, level: int) -> list[str]:
     return lines
 
 
+def sampling_error(build_dir: Path, model: str = "lenet") -> list[str]:
+    """The FPRaker study of ``model``'s capture run whole and on sampled rows
+    (``speedup-sampled``), per phase: how far sampling moves its figures (resnet's study is
+    sampled the same way)."""
+    paths = [build_dir / model / d / "speedup.json" for d in ("speedup", "speedup-sampled")]
+    if not all(f.is_file() for f in paths):
+        return []
+    full, part = (json.loads(f.read_text()) for f in paths)
+    rows = part["source"].get("max_rows")
+    keys = (("speedup_paper", "iso-area 36:8", "{:.3f}x"),
+            ("floor_share", "operand-limited", "{:.1%}"),
+            ("ob_term_share", "OB term share", "{:.1%}"),
+            ("useful_fraction", "useful lane-cycles", "{:.1%}"))
+    lines = [f"Sampling error: `{model}`'s FPRaker study run on all rows and on {rows} rows of "
+             f"each operand drawn at random (as resnet's are), chosen serial operand:", "",
+             "| phase | " + " | ".join(f"{t}, all rows | sampled" for _, t, _ in keys) + " |",
+             "|---|" + "---|---|" * len(keys)]
+    for phase, v in [*full["phases"].items(), ("all phases", {"best": full["summary"]["best"]})]:
+        w = part["phases"].get(phase) if phase != "all phases" else {
+            "best": part["summary"]["best"]}
+        if w is None:
+            continue
+        cells = []
+        for key, _, fmt in keys:
+            a, b = v["best"].get(key), w["best"].get(key)
+            cells += ["—" if a is None else fmt.format(a), "—" if b is None else fmt.format(b)]
+        lines.append(f"| {phase} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _capture_size(build_dir: Path, models) -> int:
     return sum(f.stat().st_size for m in models for f in (build_dir / m / "capture").rglob("*")
                if f.is_file())
@@ -168,13 +198,20 @@ def fashion_part(build_dir: Path, docs: dict) -> list[str]:
         "--stop-after fpraker=1 --capture build/training/lenet/capture -o build/training/lenet",
         "trainfab speedup build/training/lenet/capture/fpraker -o build/training/lenet/speedup",
         "trainfab study fast-time build/training/lenet -o build/training/lenet/fast-time",
+        "trainfab speedup build/training/lenet/capture/fpraker --max-rows 128 "
+        "-o build/training/lenet/speedup-sampled",
         "trainfab train --model resnet --dataset fashion-mnist --limit 25000 --formats fp32,bf16 "
         "--epochs 2 --capture build/training/resnet/capture -o build/training/resnet",
+        "trainfab speedup build/training/resnet/capture/bf16 --max-rows 128 "
+        "-o build/training/resnet/speedup",
         "trainfab study hbfp -o build/training/hbfp",
         "```",
         "",
         f"Captures: the operands of every GEMM of the first mini-batch of each epoch, per "
-        f"format, {_capture_size(build_dir, docs) / 1e6:,.0f} MB on disk for this run.",
+        f"format, {_capture_size(build_dir, docs) / 1e6:,.0f} MB on disk for this run. "
+        "`resnet`'s FPRaker figures are those of the **bf16 run's operands** (FPRaker's "
+        "operands are bf16 values; the `fpraker` format does not train `resnet` in the time "
+        "budget), on 128 rows of each operand of each GEMM drawn at random (seeded by the GEMM's name), each GEMM weighing by its whole size in the totals.",
         "",
         "### Final test accuracy (change against fp32, in points)",
         "",
@@ -193,6 +230,7 @@ def fashion_part(build_dir: Path, docs: dict) -> list[str]:
         lines.append(f"| `{m}` | {'—' if here is None else f'{100 * here:.2f} %'} | {net} | "
                      f"{prep} | {100 * acc:.1f} % | {by} |")
     lines.append("")
+    lines += sampling_error(build_dir)
     lines += _model_sections(build_dir, docs, 3)
     hbfp = build_dir / "hbfp" / "hbfp.md"
     if hbfp.exists():
