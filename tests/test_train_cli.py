@@ -99,6 +99,7 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
 
 @pytest.mark.parametrize("args, message", [
     (["--model", "vgg"], "unknown model 'vgg'"),
+    (["--model", "lenet"], "lenet needs images of at least 12x12 pixels, got 8x8"),  # digits
     (["--formats", "fp32,fp7"], "unknown format 'fp7'"),
     (["--formats", "fp32,fp32"], "named twice"),
     (["--epochs", "0"], "--epochs: '0' is not an integer from 1 to 1,000"),
