@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from flows.studies.hbfp_error import (A_VALUES, BASE, K_VALUES, M_VALUES, T_VALUES,
-                                      HBFPStudyError, hbfp_error_study, rrmse)
+from flows.studies.hbfp_error import (A_VALUES, BASE, K_VALUES, M_VALUES, SOURCE_M, STAGES,
+                                      T_VALUES, HBFPStudyError, hbfp_error_study, rrmse)
 from golden.common import bf16_to_float
 from golden.equinox.hbfp import hbfp_matmul
 
@@ -31,7 +31,11 @@ def test_files_written(study):
         assert title in md
     total = calls[-1][1]
     assert [d for d, _ in calls] == list(range(1, total + 1))
-    assert total == sum(len(s) for p in res["panels"].values() for s in p["series"].values())
+    # one progress step per point; panel (e) computes its three stages in one step
+    assert total == sum(len(s) for n, p in res["panels"].items() if n != "sources"
+                        for s in p["series"].values()) + sum(
+        len(s) for s in res["panels"]["sources"]["series"].values()) // len(STAGES)
+    assert "(e) where the error comes from" in md
 
 
 def test_panels_cover_their_ranges(study):
@@ -55,6 +59,22 @@ def test_error_falls_with_mantissa_width(study):
     # the plateau is set by the bfloat16 results: never below rounding the exact result once
     floor = res["floors"]["gaussian"]["bf16_output"]
     assert min(res["panels"]["m"]["series"]["gaussian"]) > floor
+
+
+def test_error_sources_add_up_to_the_datapath(study):
+    """Panel (e): its last stage is the whole datapath, so it equals panel (d) at m = 8 (whose
+    24-bit accumulator never wraps at T = 16); at 16 bits the quantization error is far below
+    the bf16 normalization's, and the bf16 sum of the K/T partials adds to it, more for more
+    partials."""
+    _, res, _ = study
+    src = res["panels"]["sources"]["series"]
+    assert res["panels"]["sources"]["x"] == list(K_VALUES) and SOURCE_M == (8, 16)
+    for d in ("gaussian", "relu"):
+        assert src[f"{d}, m = 8, + bf16 sum"] == res["panels"]["K"]["series"][d]
+        q, n, f = (src[f"{d}, m = 16, {st}"] for st in STAGES)
+        assert n[-1] < f[-1] / 5 and f[-1] > 4 * f[0]
+        # zero-mean operands: no quantization bias to add up (relu's floor bias does, slowly)
+        assert q[-1] < n[-1] / 5 if d == "gaussian" else q[-1] < f[-1] / 5
 
 
 def test_accumulator_wraps_only_when_too_narrow(study):

@@ -39,7 +39,14 @@ Panels (the other parameters at the base point ``m = 8``, ``T = 16``, ``A = 24``
     reads the whole accumulator); the fraction of K-tile accumulations that wrapped is recorded
     beside the error (from :func:`golden.equinox.hbfp.tile_partials`);
 (d) dot-product length ``K`` = 16..4096: longer dot products add more bfloat16-rounded K-tile
-    partials.
+    partials;
+(e) where the error comes from, against ``K`` at ``m`` = 8 and 16 (``T = 16``, an accumulator
+    that never wraps), in three stages of the same datapath: **quantization** (the exact dot
+    products of the quantized operands: the block formats' own error), **+ normalization**
+    (each K-tile's partial normalized to bfloat16, the partials then summed exactly) and **+
+    bf16 sum** (the partials summed in bfloat16 in ascending K order: the whole datapath).  At
+    16 bits quantization is negligible and the error is the bfloat16 rounding of the K/T
+    partials and of their running sum, which grows with the number of partials.
 
 ``floor`` rounding (the Equinox quantizer's) moves every element of a block down, by half a
 step on average: the weight errors are biased.  Against zero-mean operands the biased errors
@@ -62,8 +69,8 @@ from typing import Callable
 import numpy as np
 
 from golden.common import bf16_to_float, float_to_bf16
-from golden.equinox.hbfp import (hbfp_matmul, quantize_activations, quantize_weights,
-                                 tile_partials)
+from golden.equinox.hbfp import (bfp_dequantize, hbfp_matmul, hbfp_matmul_quantized,
+                                 quantize_activations, quantize_weights, tile_partials)
 
 from .train.formats.hbfp import T as BASE_T
 from .train.formats.hbfp import acc_bits
@@ -77,6 +84,10 @@ M_VALUES = tuple(range(2, 17))
 T_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 A_VALUES = tuple(range(14, 29))
 K_VALUES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+#: mantissa widths of the error-source panel (e)
+SOURCE_M = (8, 16)
+#: the stages of panel (e), in datapath order
+STAGES = ("quantization", "+ normalization", "+ bf16 sum")
 #: operand distributions of ``X``
 DISTRIBUTIONS = ("gaussian", "relu")
 #: the thesis's reference point: (m, A, RRMSE)
@@ -92,6 +103,26 @@ def rrmse(approx: np.ndarray, exact: np.ndarray) -> float:
     a = np.asarray(approx, dtype=np.float64)
     e = np.asarray(exact, dtype=np.float64)
     return float(np.sqrt(np.mean((a - e) ** 2)) / np.sqrt(np.mean(e ** 2)))
+
+
+def error_sources(x, w, exact, T: int, m: int) -> tuple:
+    """The RRMSE of HBFP's ``x @ w`` after each stage of :data:`STAGES`: the exact product of
+    the quantized operands, the K-tile partials normalized to bfloat16 and summed exactly, and
+    the golden result (the partials summed in bfloat16)."""
+    A = acc_bits(m, T)
+    ex, Mx = quantize_activations(x, T, m)
+    ew, Mw = quantize_weights(w, T, m)
+    B, K = np.shape(x)
+    N = np.shape(w)[1]
+    xq = bfp_dequantize(ex, Mx, m).reshape(B, -1)[:, :K]
+    kt, nt = ew.shape
+    tiles = Mw.reshape(kt, T, nt, T).transpose(0, 2, 1, 3).reshape(kt, nt, T * T)
+    wq = bfp_dequantize(ew, tiles, m).reshape(kt, nt, T, T).transpose(0, 2, 1, 3).reshape(
+        kt * T, nt * T)[:K, :N]
+    parts, _ = tile_partials(ex, Mx, ew, Mw, T, m, A)
+    summed = bf16_to_float(parts[..., :N]).astype(np.float64).sum(axis=0)
+    full = bf16_to_float(hbfp_matmul_quantized(ex, Mx, ew, Mw, T, m, A)[:, :N])
+    return rrmse(xq @ wq, exact), rrmse(summed, exact), rrmse(full, exact)
 
 
 def _operands(seed: int, rows: int):
@@ -139,8 +170,8 @@ def hbfp_error_study(out_dir: Path, *, seed: int = 0, samples: int = 8192,
     xs, w = _operands(seed, samples // COLS)
     exact = {(d, k): xs[d][:, :k].astype(np.float64) @ w[:k].astype(np.float64)
              for d in DISTRIBUTIONS for k in K_VALUES}
-    total = (2 * len(M_VALUES) + len(T_VALUES) + len(A_VALUES) + len(K_VALUES)) * len(
-        DISTRIBUTIONS)
+    total = (2 * len(M_VALUES) + len(T_VALUES) + len(A_VALUES) + len(K_VALUES)
+             + len(SOURCE_M) * len(K_VALUES)) * len(DISTRIBUTIONS)
     done = 0
 
     def point(d, m, T, A, K, rounding="floor"):
@@ -176,6 +207,20 @@ def hbfp_error_study(out_dir: Path, *, seed: int = 0, samples: int = 8192,
     panels["K"] = {"x": list(K_VALUES), "fixed": {"m": b["m"], "T": b["T"], "A": b["A"]},
                    "series": {d: [point(d, b["m"], b["T"], b["A"], k) for k in K_VALUES]
                               for d in DISTRIBUTIONS}}
+
+    sources = {}
+    for d in DISTRIBUTIONS:
+        for m in SOURCE_M:
+            rows = []
+            for k in K_VALUES:
+                rows.append(error_sources(xs[d][:, :k], w[:k], exact[d, k], b["T"], m))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+            for i, st in enumerate(STAGES):
+                sources[f"{d}, m = {m}, {st}"] = [r[i] for r in rows]
+    panels["sources"] = {"x": list(K_VALUES), "fixed": {"T": b["T"], "A": "never wraps"},
+                         "series": sources}
 
     ours = panels["A"]["series"]["gaussian"][A_VALUES.index(THESIS_POINT["A"])]
     floors = {}
@@ -220,6 +265,41 @@ def _table(title: str, name: str, panel: dict, extra: dict | None = None) -> lis
     return lines + [""]
 
 
+def _sources_table(panel: dict) -> list[str]:
+    """Panel (e), one row per K and mantissa width, and what its numbers say."""
+    fixed = ", ".join(f"{k} = {v}" for k, v in panel["fixed"].items())
+    ser = panel["series"]
+    lines = [f"### (e) where the error comes from ({fixed})", "",
+             "Each stage adds one step of the datapath: **quantization** = the exact dot "
+             "products of the quantized operands; **+ normalization** = each K-tile's partial "
+             "normalized to bf16, the partials summed exactly; **+ bf16 sum** = the partials "
+             "summed in bf16 in ascending K order (the whole datapath, as in (d)).", "",
+             "| K | m | " + " | ".join(f"{d}: {st}" for d in DISTRIBUTIONS for st in STAGES)
+             + " |", "|---|---|" + "---|" * (len(DISTRIBUTIONS) * len(STAGES))]
+    for m in SOURCE_M:
+        for i, k in enumerate(panel["x"]):
+            lines.append(f"| {k} | {m} | " + " | ".join(
+                _pct(ser[f"{d}, m = {m}, {st}"][i]) for d in DISTRIBUTIONS for st in STAGES)
+                + " |")
+    lines.append("")
+    ks = panel["x"]
+    lo, hi = ks.index(min(ks)), ks.index(max(ks))
+    g = lambda m, st, i, d="gaussian": _pct(ser[f"{d}, m = {m}, {st}"][i])  # noqa: E731
+    top = max(SOURCE_M)
+    lines += [f"At m = {top} the quantization error is {g(top, STAGES[0], hi)} at K = "
+              f"{ks[hi]}: the floor is the bf16 datapath. Normalizing each K-tile's partial to "
+              f"bf16 gives {g(top, STAGES[1], lo)} at K = {ks[lo]} and "
+              f"{g(top, STAGES[1], hi)} at K = {ks[hi]}; summing the K/T partials in bf16 "
+              f"brings it to {g(top, STAGES[2], lo)} and {g(top, STAGES[2], hi)} (Gaussian "
+              "operands): the error grows with the number of bf16-rounded partials, K/T. At m = "
+              f"{min(SOURCE_M)} the quantization error itself is {g(min(SOURCE_M), STAGES[0], lo)}"
+              f" at K = {ks[lo]} and {g(min(SOURCE_M), STAGES[0], hi)} at K = {ks[hi]} "
+              f"(`relu`: {g(min(SOURCE_M), STAGES[0], lo, 'relu')} and "
+              f"{g(min(SOURCE_M), STAGES[0], hi, 'relu')}, the floor rounding's bias adding up).",
+              ""]
+    return lines
+
+
 def markdown(res: dict) -> str:
     """The study's tables (RRMSE in percent), with the thesis's reference point beside ours."""
     ref, cfg = res["reference"], res["config"]
@@ -250,6 +330,8 @@ def markdown(res: dict) -> str:
     lines += _table("(c) accumulator width", "A", p["A"],
                     {f"wrapped ({d})": v for d, v in p["A"]["wrapped"].items()})
     lines += _table("(d) dot-product length", "K", p["K"])
+    if "sources" in p:
+        lines += _sources_table(p["sources"])
     lines += ["`floor` moves every element of a block down (half a step on average): against "
               "the non-negative `relu` operands these biased errors add up over the dot product, "
               "so the `relu` error grows with K and T; `rne` has no bias.", "",
