@@ -32,9 +32,10 @@ def test_files_written(study):
     total = calls[-1][1]
     assert [d for d, _ in calls] == list(range(1, total + 1))
     # one progress step per point; panel (e) computes its three stages in one step
-    assert total == sum(len(s) for n, p in res["panels"].items() if n != "sources"
+    src = ("sources", "sources_T")
+    assert total == sum(len(s) for n, p in res["panels"].items() if n not in src
                         for s in p["series"].values()) + sum(
-        len(s) for s in res["panels"]["sources"]["series"].values()) // len(STAGES)
+        len(s) for n in src for s in res["panels"][n]["series"].values()) // len(STAGES)
     assert "(e) where the error comes from" in md
 
 
@@ -75,6 +76,11 @@ def test_error_sources_add_up_to_the_datapath(study):
         assert n[-1] < f[-1] / 5 and f[-1] > 4 * f[0]
         # zero-mean operands: no quantization bias to add up (relu's floor bias does, slowly)
         assert q[-1] < n[-1] / 5 if d == "gaussian" else q[-1] < f[-1] / 5
+    # panel (f): its last stage is panel (b), and quantization grows with the block
+    by_t = res["panels"]["sources_T"]["series"]
+    assert by_t["gaussian, + bf16 sum"] == res["panels"]["T"]["series"]["gaussian"]
+    q = by_t["gaussian, quantization"]
+    assert q[-1] > 1.5 * q[0]
 
 
 def test_accumulator_wraps_only_when_too_narrow(study):

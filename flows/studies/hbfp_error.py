@@ -46,7 +46,10 @@ Panels (the other parameters at the base point ``m = 8``, ``T = 16``, ``A = 24``
     (each K-tile's partial normalized to bfloat16, the partials then summed exactly) and **+
     bf16 sum** (the partials summed in bfloat16 in ascending K order: the whole datapath).  At
     16 bits quantization is negligible and the error is the bfloat16 rounding of the K/T
-    partials and of their running sum, which grows with the number of partials.
+    partials and of their running sum, which grows with the number of partials;
+(f) the same three stages against the block size ``T`` at ``m = 8``, ``K = 256``: a larger
+    block shares one exponent among more values, so its small values keep fewer bits
+    (quantization), while it leaves fewer K-tile partials to sum.
 
 ``floor`` rounding (the Equinox quantizer's) moves every element of a block down, by half a
 step on average: the weight errors are biased.  Against zero-mean operands the biased errors
@@ -170,7 +173,7 @@ def hbfp_error_study(out_dir: Path, *, seed: int = 0, samples: int = 8192,
     xs, w = _operands(seed, samples // COLS)
     exact = {(d, k): xs[d][:, :k].astype(np.float64) @ w[:k].astype(np.float64)
              for d in DISTRIBUTIONS for k in K_VALUES}
-    total = (2 * len(M_VALUES) + len(T_VALUES) + len(A_VALUES) + len(K_VALUES)
+    total = (2 * len(M_VALUES) + 2 * len(T_VALUES) + len(A_VALUES) + len(K_VALUES)
              + len(SOURCE_M) * len(K_VALUES)) * len(DISTRIBUTIONS)
     done = 0
 
@@ -221,6 +224,19 @@ def hbfp_error_study(out_dir: Path, *, seed: int = 0, samples: int = 8192,
                 sources[f"{d}, m = {m}, {st}"] = [r[i] for r in rows]
     panels["sources"] = {"x": list(K_VALUES), "fixed": {"T": b["T"], "A": "never wraps"},
                          "series": sources}
+    by_t = {}
+    for d in DISTRIBUTIONS:
+        rows = []
+        for t in T_VALUES:
+            rows.append(error_sources(xs[d][:, :b["K"]], w[:b["K"]], exact[d, b["K"]], t,
+                                      b["m"]))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        for i, st in enumerate(STAGES):
+            by_t[f"{d}, {st}"] = [r[i] for r in rows]
+    panels["sources_T"] = {"x": list(T_VALUES), "fixed": {"m": b["m"], "A": "never wraps",
+                                                          "K": b["K"]}, "series": by_t}
 
     ours = panels["A"]["series"]["gaussian"][A_VALUES.index(THESIS_POINT["A"])]
     floors = {}
@@ -247,6 +263,13 @@ def hbfp_error_study(out_dir: Path, *, seed: int = 0, samples: int = 8192,
     (out_dir / "hbfp.md").write_text(markdown(res))
     plot(res, out_dir / "hbfp.png")
     return res
+
+
+def _pts(series: dict, d: str, i: int) -> str:
+    """How much the bf16 sum of the partials raises distribution ``d``'s RRMSE at point ``i``,
+    in percentage points."""
+    v = series[f"{d}, + bf16 sum"][i] - series[f"{d}, + normalization"][i]
+    return f"{100 * v:.2f} points"
 
 
 def _pct(v: float) -> str:
@@ -332,6 +355,17 @@ def markdown(res: dict) -> str:
     lines += _table("(d) dot-product length", "K", p["K"])
     if "sources" in p:
         lines += _sources_table(p["sources"])
+    if "sources_T" in p:
+        lines += _table("(f) where the error comes from, against block size", "T",
+                        p["sources_T"])
+        ser, ts = p["sources_T"]["series"], p["sources_T"]["x"]
+        lo, hi = ts.index(1), ts.index(max(ts))
+        lines += [f"Quantization alone (Gaussian) goes from {_pct(ser['gaussian, quantization'][lo])}"
+                  f" at T = 1 to {_pct(ser['gaussian, quantization'][hi])} at T = {ts[hi]}: "
+                  "a block's shared exponent is its largest value's, so its small values keep "
+                  "fewer mantissa bits as the block grows; summing the partials in bf16 raises "
+                  f"the error by {_pts(ser, 'gaussian', lo)} at T = 1 (K partials) and by "
+                  f"{_pts(ser, 'gaussian', hi)} at T = {ts[hi]} (one partial).", ""]
     lines += ["`floor` moves every element of a block down (half a step on average): against "
               "the non-negative `relu` operands these biased errors add up over the dot product, "
               "so the `relu` error grows with K and T; `rne` has no bias.", "",
