@@ -148,6 +148,38 @@ def test_pricing_and_time_to_accuracy(tmp_path):
     assert (out / "widths.png").stat().st_size > 0
 
 
+def test_own_target_first_to_target_and_width_work(tmp_path):
+    res = fast_time_study(write_run(tmp_path / "run"), tmp_path / "out")
+    by_fmt = {r["format"]: r for r in res["rows"] if r["kind"] == "fmac"}
+    for name, r in by_fmt.items():
+        own = ACCS[name][-1] - 0.005
+        assert r["own_target"] == pytest.approx(own)
+        hit = next(e for e, a in enumerate(ACCS[name]) if a >= own)
+        assert r["own_reached_epoch"] == hit + 1
+        assert r["own_tta_cycles"] == sum(r["epoch_cycles"][:hit + 1])
+    # fastest first, only the rows that reach the target
+    first = res["first_to_target"]
+    secs = [t for *_, t in first]
+    assert secs == sorted(secs) and len(first) == sum(
+        r["tta_seconds"] is not None for r in res["rows"])
+    md = (tmp_path / "out" / "fast_time.md").read_text()
+    assert f"**First to the target: {first[0][0]}**" in md
+    # MACs per layer, epoch and width pair: every iteration's GEMMs at their recorded widths
+    wm = res["width_macs"]
+    w = widths_for("fast")
+    for layer in LAYERS:
+        for epoch in range(1, EPOCHS + 1):
+            expect: dict = {}
+            for it in range((epoch - 1) * PER, epoch * PER):
+                wv, av, gv = (w[t][layer][it] for t in "wag")
+                for phase, (mx, my) in (("fwd", (av, wv)), ("bwd_data", (gv, wv)),
+                                        ("wgrad", (av, gv))):
+                    M, K, N = shapes_of(it)[layer][phase]
+                    expect[f"{mx}x{my}"] = expect.get(f"{mx}x{my}", 0) + M * K * N
+            assert json.loads(json.dumps(wm))[layer][str(epoch)] == expect
+    assert "## MACs at each width (`fast`)" in md
+
+
 def test_width_matrix_reads_the_record():
     s = summary("fast")
     m = width_matrix(s, "g")

@@ -369,8 +369,13 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
                                    if r["cycles_per_epoch"] and base["cycles_per_epoch"]
                                    else None)
 
+    for r in rows:
+        r["own_tta_speedup_fast"] = (r["own_tta_cycles"] / base["own_tta_cycles"]
+                                     if r["own_tta_cycles"] and base["own_tta_cycles"]
+                                     else None)
     res = {"run_dir": str(run_dir), "model": (data.get("config") or {}).get("model"),
            "clock_hz": CLOCK_HZ, "target": target, "rows": rows, "fast_work": work,
+           "first_to_target": first_to_target(rows), "width_macs": width_work(fast),
            "paper": PAPER, "files": ["fast_time.json", "fast_time.md", "widths.png"]}
     say("drawing the width map")
     plot_widths(fast, out_dir / "widths.png")
@@ -381,11 +386,41 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
 
 def _row(array, kind, pes, source, fmt, note, epoch_cycles, epochs, target):
     tta = time_to_accuracy(epoch_cycles, epochs, target)
+    # without the accuracy lag: the time to the run's own final accuracy less the margin
+    finals = [r.get("test_accuracy") for r in epochs if r.get("test_accuracy") is not None]
+    own_target = finals[-1] - MARGIN if finals else None
+    own = time_to_accuracy(epoch_cycles, epochs, own_target)
     return {"array": array, "kind": kind, "pes": pes, "size_source": source, "format": fmt,
             "format_note": note, "epoch_cycles": list(epoch_cycles),
             "cycles_per_epoch": (sum(epoch_cycles) / len(epoch_cycles)
                                  if epoch_cycles else None),
-            **tta}
+            **tta, "own_target": own_target, "own_reached_epoch": own["reached_epoch"],
+            "own_tta_cycles": own["tta_cycles"], "own_tta_seconds": own["tta_seconds"]}
+
+
+def first_to_target(rows: list) -> list:
+    """The rows that reach the target, fastest first: ``[(array, format, note, seconds)]``."""
+    hit = [r for r in rows if r.get("tta_seconds") is not None]
+    return [(r["array"], r["format"], r["format_note"], r["tta_seconds"])
+            for r in sorted(hit, key=lambda r: (r["tta_seconds"], r["array"]))]
+
+
+def width_work(summary: dict) -> dict:
+    """The MACs a FAST run did at each pair of widths (``"mx x my"``, the GEMM's two operands'
+    magnitudes), per layer and epoch: ``{layer: {epoch: {pair: MACs}}}``."""
+    widths = summary["widths"]
+    per = int(summary["iterations_per_epoch"])
+    out: dict = {}
+    for it, table in enumerate(iteration_tables(summary)):
+        epoch = it // per + 1
+        for layer, phases in (table or {}).items():
+            cell = out.setdefault(layer, {}).setdefault(epoch, {})
+            for phase, shape in phases.items():
+                tx, ty = _WIDTH_OF[phase]
+                pair = f"{widths[tx][layer][it]}x{widths[ty][layer][it]}"
+                M, K, N = (int(v) for v in shape)
+                cell[pair] = cell.get(pair, 0) + M * K * N
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -425,6 +460,42 @@ def markdown(res: dict) -> str:
               "(above 1: FAST is faster). \"accuracies from\": the run whose per-epoch test "
               "accuracies the row uses (a stand-in when the array's own format was not "
               "trained).", ""]
+    first = res.get("first_to_target") or []
+    if first:
+        a, f, note, sec = first[0]
+        lines += [f"**First to the target: {a}** with `{f}`'s accuracies ({note}), "
+                  f"{sec * 1e6:.2f} µs; then " + ", ".join(
+                      f"{a2} ({'stand-in ' if n2 == 'stand-in' else ''}`{f2}`, "
+                      f"{s2 * 1e6:.2f} µs)" for a2, f2, n2, s2 in first[1:]) + ".", ""]
+    elif t:
+        lines += ["No array reaches the target.", ""]
+    lines += ["Without the accuracy lag (each row's time to its own run's final accuracy "
+              f"less {100 * MARGIN:g} point):", "",
+              "| array | accuracies from | own target | at epoch | time (µs) | vs FAST |",
+              "|---|---|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        if not r["format"]:
+            continue
+        lines.append(f"| {r['array']} | `{r['format']}` ({r['format_note']}) | "
+                     f"{_fmt(r.get('own_target') and 100 * r['own_target'], '{:.2f} %')} | "
+                     f"{_fmt(r.get('own_reached_epoch'), '{}')} | "
+                     f"{_fmt(r.get('own_tta_seconds') and r['own_tta_seconds'] * 1e6)} | "
+                     f"{_fmt(r.get('own_tta_speedup_fast'), '{:.2f}x')} |")
+    lines.append("")
+    wm = res.get("width_macs") or {}
+    pairs = sorted({p for ep in wm.values() for c in ep.values() for p in c})
+    if wm:
+        lines += ["## MACs at each width (`fast`)", "",
+                  "Share of each layer's training MACs (fwd, bwd_data, wgrad) per epoch done at "
+                  "each pair of magnitude widths (the GEMM's two operands, mx x my bits):", "",
+                  "| layer | epoch | MACs | " + " | ".join(pairs) + " |",
+                  "|---|---:|---:|" + "---:|" * len(pairs)]
+        for layer, eps in wm.items():
+            for epoch, cell in eps.items():
+                tot = sum(cell.values())
+                lines.append(f"| {layer} | {epoch} | {tot:,} | " + " | ".join(
+                    f"{cell.get(p, 0) / tot:.1%}" if tot else "—" for p in pairs) + " |")
+        lines.append("")
     lines += ["## FAST work", "", "| run | fwd rounds | bwd_data rounds | wgrad rounds "
               "| equals the format's count |", "|---|---:|---:|---:|---|"]
     for name, w in res["fast_work"].items():
