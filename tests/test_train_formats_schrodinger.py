@@ -443,3 +443,14 @@ def test_smoke_training(name):
     assert 0 < s["gecko_exponent_ratio"]["weight"] < 1
     assert r["epochs"][0]["format"]["learning"] is True
     json.dumps(r, allow_nan=False)                     # train.json takes the records as they are
+    # the report's mean bits per value are the single-method reductions inverted: 23 / QM and
+    # 8 / QE, per kind (BitWave: BWM, BWE); the paper's geo-means give 1.93 and 3.76 bits
+    md = FORMATS[name].markdown(r)
+    m_col, e_col = ("QM", "QE") if name == "schrodinger" else ("BWM", "BWE")
+    red = s["reductions"]
+    row = next(line for line in md.splitlines() if line.startswith("| mantissa |"))
+    assert row.split(" | ")[1] == f"{23 / red[m_col]['weight']:.2f}"
+    row = next(line for line in md.splitlines() if line.startswith("| exponent |"))
+    assert row.split(" | ")[3] == f"{8 / red[e_col]['total']:.2f}"
+    if name == "schrodinger":
+        assert row.split(" | ")[5] == f"{8 / 2.126:.2f} |"

@@ -336,7 +336,7 @@ class Schrodinger(_StashFormat):
              "footprint 4.74x (QM+QE), 5.64x with Gecko (Table I geo-means)")
     #: the paper's figures (Table I; ResNet-18 row; Gecko's exponent ratios)
     PAPER = {
-        "geomean": {"QM+QE": 4.74, "QM+QE+G": 5.64},
+        "geomean": {"QM": 11.94, "QE": 2.126, "QE+G": 2.972, "QM+QE": 4.74, "QM+QE+G": 5.64},
         "resnet18": {"QM": 11.91, "QE": 2.322, "QE+G": 3.649, "QM+QE": 5.857,
                      "QM+QE+G": 7.599},
         "gecko_exponent_ratio": PAPER_GECKO_EXPONENT_RATIO,
@@ -526,7 +526,8 @@ class BitWaveFormat(_StashFormat):
     paper = ("Schrödinger's FP: BitWave within 0.1 points of FP32; footprint 3.19x "
              "(BWM+BWE), 4.56x with Gecko (Table I geo-means)")
     PAPER = {
-        "geomean": {"BWM+BWE": 3.19, "BWM+BWE+G": 4.56},
+        "geomean": {"BWM": 7.556, "BWE": 1.228, "BWE+G": 2.492, "BWM+BWE": 3.19,
+                    "BWM+BWE+G": 4.56},
         "resnet18": {"BWM": 6.961, "BWE": 1.193, "BWE+G": 3.235, "BWM+BWE": 3.197,
                      "BWM+BWE+G": 5.539},
         "gecko_exponent_ratio": PAPER_GECKO_EXPONENT_RATIO,
@@ -611,6 +612,24 @@ def stash_markdown(r: dict) -> str:
             continue
         lines.append(f"| {col} | {v['weight']:.2f}× | {v['activation']:.2f}× | "
                      f"{v['total']:.2f}× | {_x(ref.get(col))} | {_x(geo.get(col))} |")
+    single = [(c, v) for c, v in red.items() if isinstance(v, dict) and "total" in v
+              and "+" not in c]
+    m_col = next((c for c, _ in single if c in ("QM", "BWM")), None)
+    e_col = next((c for c, _ in single if c in ("QE", "BWE")), None)
+    if m_col and e_col:
+        # a single-method reduction is 23 (or 8) bits over the mean bits stored per value
+        def bits(full, v):
+            return "—" if not v else f"{full / v:.2f}"
+
+        lines += ["", "Mean bits stored per value, from the single-method columns (23 / "
+                  f"{m_col}, 8 / {e_col}):", "",
+                  "| field | weights | activations | total | paper ResNet-18 | paper geo-mean |",
+                  "|---|---|---|---|---|---|"]
+        for col, full, what in ((m_col, 23, "mantissa"), (e_col, 8, "exponent")):
+            v = red[col]
+            lines.append(f"| {what} | {bits(full, v['weight'])} | "
+                         f"{bits(full, v['activation'])} | {bits(full, v['total'])} | "
+                         f"{bits(full, ref.get(col))} | {bits(full, geo.get(col))} |")
     ratio = rec.get("gecko_exponent_ratio")
     pr = paper.get("gecko_exponent_ratio", {})
     if ratio:
