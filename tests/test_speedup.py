@@ -263,6 +263,12 @@ def test_a_sampled_gemm_weighs_by_its_whole_size():
     assert w["stalls"] == {"no_term": 8} and w["speedup_paper"] == 1.8   # ratios kept
     assert speedup.gemm.weighted(dict(r, weight=1)) == dict(r, weight=1)
     assert r["macs"] == 100   # the record itself is not changed
+    assert speedup.gemm.weighted(w) == w and w["weight"] == 1   # idempotent
+    # sums over weighted records weigh once: the OB summary of a sampled record
+    rec = dict(r, useful_no_ob=10, cycles_no_ob=20, stalls_no_ob={"no_term": 4})
+    ob = speedup.gemm.ob_summary([speedup.gemm.weighted(rec)])
+    assert ob == speedup.gemm.ob_summary([rec])
+    assert ob["cycles_no_ob"] == 50 and ob["sync_cycles_no_ob"] == 10
     # RNE to bf16: 1 + 2^-8 is a tie and goes to even (1.0); 1 + 3*2^-8 rounds up
     v = np.array([1 + 2**-8, 1 + 3 * 2**-8], dtype=np.float32)
     assert speedup.to_bf16(v, "t").tolist() == [0x3F80, 0x3F82]

@@ -95,6 +95,18 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
     best = res["captures"][0]["phases"]["wgrad"]["best"]
     assert 0.0 <= best["ob_term_share"] < 1.0 and best["floor_cycles"] > 0
     assert "### Operand floor, out-of-bounds skipping and K" in md and "| K | GEMMs |" in md
+    # sampled rows: every sum weighs each GEMM once, by its whole size, so stalls stay within
+    # the lane-cycles of the cycles they belong to (8 x 8 tiles of 8 lanes)
+    sampled = tmp_path / "sampled"
+    assert main(["speedup", str(cap / "fpraker"), "--max-rows", "8", "-o", str(sampled)]) == 0
+    res = json.loads((sampled / "speedup.json").read_text())
+    assert any(r["weight"] > 1 for r in res["records"])
+    for p, v in res["captures"][0]["phases"].items():
+        b = v["best"]
+        assert b["sync_cycles"] <= b["fpraker_cycles"] * 512, p
+        assert b["sync_cycles_no_ob"] <= b["cycles_no_ob"] * 512, p
+        assert b["macs"] == sum(r["M"] * r["N"] * r["K"] * r["weight"] for r in res["records"]
+                                if r["phase"] == p and r["chosen"])
 
 
 @pytest.mark.parametrize("args, message", [

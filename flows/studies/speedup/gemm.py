@@ -232,11 +232,12 @@ def weighted(r: dict) -> dict:
     """Record ``r`` standing for its whole GEMM: when only some rows of its operands were
     studied (``weight`` = the whole GEMM's MACs over the studied ones, set by ``--max-rows``
     sampling), its cycle, lane-cycle, MAC and byte counts multiplied by ``weight`` (rounded),
-    so that sums over GEMMs weigh each by its real size; its ratios are unchanged."""
+    so that sums over GEMMs weigh each by its real size; its ratios are unchanged.  The result
+    has ``weight`` 1, so weighting it again is the identity."""
     w = r.get("weight", 1)
     if w == 1:
         return r
-    out = dict(r)
+    out = dict(r, weight=1)     # scaled once: weighting the result again changes nothing
     for k in _COUNTS:
         if k in r:
             out[k] = int(round(r[k] * w))
