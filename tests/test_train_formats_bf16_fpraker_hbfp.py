@@ -130,6 +130,24 @@ def test_hbfp_matmul_is_golden_hbfp_matmul(cls, phase):
     assert fmt.summary_record() == {"m": cls.m, "T": T, "A": acc_bits(cls.m), "wide": WIDE}
 
 
+@pytest.mark.parametrize("phase", PHASES)
+def test_hbfp8_ablations_round_as_named(phase):
+    """hbfp8-rne rounds every GEMM's operands to nearest even, hbfp8-rne-wgrad only the
+    weight-gradient GEMM's; both equal the golden model with that rounding, bit for bit, and
+    are trained only when named."""
+    from flows.studies.train.formats import ABLATIONS, FORMATS
+
+    x, y = operands(7)[phase]
+    for name, rne in (("hbfp8-rne", True), ("hbfp8-rne-wgrad", phase == "wgrad")):
+        cls = ABLATIONS[name]
+        out = cls(RUN).matmul(x, y, phase, "conv2")
+        ref = bf16_to_float(hbfp_matmul(x, y, T, 8, acc_bits(8), "rne" if rne else "floor"))
+        assert np.array_equal(bits(out), bits(ref)), name
+        assert cls(RUN).summary_record()["rounding"][phase] == ("rne" if rne else "floor")
+        assert name not in FORMATS
+    assert set(ABLATIONS) == {"hbfp8-rne", "hbfp8-rne-wgrad"}
+
+
 def test_hbfp8_and_hbfp12_differ_and_hbfp12_is_closer():
     x, y = operands(8)["fwd"]
     exact = x.astype(np.float64) @ y.astype(np.float64)

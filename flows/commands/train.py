@@ -14,7 +14,8 @@ def add_arguments(p) -> None:
                    help="mlp, cnn, cnn-q4, lenet or resnet (default %(default)s)")
     p.add_argument("--formats", default="all", metavar="LIST",
                    help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
-                        "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave")
+                        "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave; the "
+                        "ablations hbfp8-rne and hbfp8-rne-wgrad only when named")
     p.add_argument("--epochs", type=bounded(int, *train_run.EPOCHS_RANGE), default=None,
                    help=f"training epochs, {span(train_run.EPOCHS_RANGE)}: the length of the "
                    "learning-rate schedule (default 10)")

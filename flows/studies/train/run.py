@@ -67,9 +67,17 @@ LIMIT_RANGE = (10, 10**7)
 
 
 def _formats():
+    """Every format ``--formats`` accepts: the paper formats, then the ablations."""
+    from .formats import ABLATIONS, FORMATS
+
+    return {**FORMATS, **ABLATIONS}
+
+
+def _all_formats() -> tuple:
+    """``--formats all``: the paper formats (the ablations only when named)."""
     from .formats import FORMATS
 
-    return FORMATS
+    return tuple(FORMATS)
 
 
 def _models():
@@ -126,7 +134,7 @@ def parse_formats(text: str) -> tuple[str, ...]:
     """``--formats``: a comma-separated list of format names, or ``all``."""
     known = _formats()
     if text.strip() == "all":
-        return tuple(known)
+        return _all_formats()
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
         raise FlowError("--formats is empty; known formats: " + ", ".join(known))
@@ -184,7 +192,7 @@ def validate(opts: TrainOptions):
 
     if opts.model not in _models():
         raise FlowError(f"unknown model {opts.model!r}; known models: {', '.join(_models())}")
-    formats = opts.formats or tuple(_formats())
+    formats = opts.formats or _all_formats()
     for n in formats:
         if n not in _formats():
             raise FlowError(f"unknown format {n!r}; known formats: {', '.join(_formats())}")

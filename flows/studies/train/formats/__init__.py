@@ -11,6 +11,9 @@ fast       FAST's BFP GEMMs with the per-layer 2/4-bit schedule (Algorithm 1); f
 schrodinger Quantum Mantissa + Quantum Exponent stashes (learned bitlengths), Gecko footprints
 bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
+
+Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
+quantization in every GEMM) and ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only).
 """
 
 from .base import KINDS, PHASES, Format, LayerInfo, RunInfo
@@ -19,5 +22,8 @@ from . import bf16, fast, fpraker, hbfp, schrodinger
 #: format name → class; ``fmt_factory(run_info)`` is ``FORMATS[name](run_info)``
 FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **fpraker.FORMATS,
                                     **hbfp.FORMATS, **fast.FORMATS, **schrodinger.FORMATS}
+#: ablations: formats that change one block of a paper format, trained only when named
+#: (``--formats hbfp8,hbfp8-rne-wgrad``), never by ``--formats all``
+ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS}
 
-__all__ = ["FORMATS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]
+__all__ = ["FORMATS", "ABLATIONS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]

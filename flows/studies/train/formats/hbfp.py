@@ -103,6 +103,8 @@ class HBFP(Format):
     cost = 6.0
     #: mantissa bits of the dot products
     m = 8
+    #: the quantizer's rounding of both operands, per phase (Equinox's: ``floor`` everywhere)
+    rounding = {"fwd": "floor", "bwd_data": "floor", "wgrad": "floor"}
 
     def __init__(self, run):
         super().__init__(run)
@@ -111,7 +113,7 @@ class HBFP(Format):
 
     def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
         try:
-            bits = hbfp_matmul_fast(x, y, self.T, self.m, self.A)
+            bits = hbfp_matmul_fast(x, y, self.T, self.m, self.A, self.rounding[phase])
         except HBFPInputError:
             if np.isfinite(x).all() and np.isfinite(y).all():
                 raise
@@ -124,7 +126,10 @@ class HBFP(Format):
         return store_tiles(w, self.T, WIDE)
 
     def summary_record(self) -> dict:
-        return {"m": self.m, "T": self.T, "A": self.A, "wide": WIDE}
+        rec = {"m": self.m, "T": self.T, "A": self.A, "wide": WIDE}
+        if self.rounding != HBFP.rounding:      # an ablation says how it rounds
+            rec["rounding"] = dict(self.rounding)
+        return rec
 
 
 class HBFP8(HBFP):
@@ -144,8 +149,32 @@ class HBFP12(HBFP):
     paper = "HBFP thesis: hbfp12 matches FP32"
 
 
+class HBFP8RNE(HBFP8):
+    """hbfp8 with round-to-nearest-even quantization in every GEMM (not Equinox's floor): an
+    ablation that shows what the quantizer's rounding does to training."""
+
+    name = "hbfp8-rne"
+    rounding = {"fwd": "rne", "bwd_data": "rne", "wgrad": "rne"}
+    summary = "hbfp8 with round-to-nearest-even quantization in every GEMM (an ablation)"
+    paper = "not a paper format: Equinox quantizes with floor"
+
+
+class HBFP8RNEWgrad(HBFP8):
+    """hbfp8 with round-to-nearest-even quantization in the weight-gradient GEMM only
+    (``A.T @ G``), floor in ``fwd`` and ``bwd_data``: an ablation that isolates the GEMM whose
+    floor bias training does not survive (docs/papers.md)."""
+
+    name = "hbfp8-rne-wgrad"
+    rounding = {"fwd": "floor", "bwd_data": "floor", "wgrad": "rne"}
+    summary = ("hbfp8 with round-to-nearest-even quantization in the weight-gradient GEMM only "
+               "(an ablation)")
+    paper = "not a paper format: Equinox quantizes with floor"
+
+
 #: format name → class
 FORMATS = {"hbfp8": HBFP8, "hbfp12": HBFP12}
+#: ablations: trained only when named (``--formats``), not by ``all``
+ABLATIONS = {"hbfp8-rne": HBFP8RNE, "hbfp8-rne-wgrad": HBFP8RNEWgrad}
 
-__all__ = ["FORMATS", "HBFP", "HBFP8", "HBFP12", "T", "WIDE", "EQUINOX_ACC", "acc_bits",
+__all__ = ["FORMATS", "ABLATIONS", "HBFP", "HBFP8", "HBFP12", "HBFP8RNE", "HBFP8RNEWgrad", "T", "WIDE", "EQUINOX_ACC", "acc_bits",
            "store_tiles"]
