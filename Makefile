@@ -18,8 +18,8 @@
 #                   fields, test configurations, ports); make test checks they are current
 #   make training   Fashion-MNIST: every number format trains lenet on the 60,000 images, fp32
 #                   and bf16 train resnet on 20,000; FPRaker's speedup and FAST's time on the
-#                   captured GEMMs, the HBFP error study; writes docs/training.md (about 80
-#                   minutes on 2 cores, under 1.5 GB of memory and of captures)
+#                   captured GEMMs, the HBFP error study; writes docs/training.md (about 70
+#                   minutes on 2 cores, under 2 GB of memory and 200 MB of captures)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
 #   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies

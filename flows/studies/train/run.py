@@ -683,7 +683,7 @@ def _same_epoch(results: dict) -> list[str]:
     refs = [n for n in SAME_EPOCH_REFERENCES if n in results and n not in stopped]
     lines = ["Formats stopped early (`--stop-after`), against " +
              (", ".join(refs) if refs else "no reference format") + " at the same epoch:", "",
-             "| format | epoch | test accuracy | " + " | ".join(refs) + " |",
+             "| format | epoch | test accuracy |" + "".join(f" {r} |" for r in refs),
              "|---|---|---|" + "---|" * len(refs)]
     for name, r in stopped.items():
         epoch = r["stopped_after"]
@@ -695,7 +695,7 @@ def _same_epoch(results: dict) -> list[str]:
             delta = ("" if other is None or acc is None
                      else f" ({100 * (acc - other):+.2f} points)")
             cells.append(f"{_pct(other)}{delta}")
-        lines.append(f"| {name} | {epoch} | {_pct(acc)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {epoch} | {_pct(acc)} |" + "".join(f" {c} |" for c in cells))
     return lines + [""]
 
 
