@@ -14,9 +14,10 @@ outside the folder that links point to), then runs the command under one fault:
 ``manifest-corrupt`` (f) the folder's manifest overwritten with garbage
 =================  ==========================================================================
 
-The user's files of (a) are present in every case.  ``make test`` runs (b) on every command,
-one of the two (c) points on each in turn (each on half of the commands) and one of (d),
-(e) read-only, (e) full disk and (f) in turn (each on a quarter of them); ``--effort full``
+The user's files of (a) are present in every case.  ``make test`` runs (b) on every command
+and one more fault on each in turn: on every other command one of the two (c) points (each on
+a quarter of the commands), on the others one of (d), (e) read-only, (e) full disk and (f)
+(each on an eighth of them), so that every fault runs on two to five commands; ``--effort full``
 runs every fault on every command (the matrix of ``make test-full``) and adds Ctrl-C and SIGTERM at the other points, a manifest that is a folder or another program's
 JSON, a real full disk (a small tmpfs in a private mount namespace, as root) and a Ctrl-C that
 arrives at any moment of the work.  ``demo`` and ``paper`` run one unit each
@@ -154,9 +155,9 @@ def _can_mount() -> bool:
 MOUNTS = _can_mount()
 
 
-#: make test: every command takes (b), one of the two signal points of (c) and one of the
-#: folder faults (d), (e) and (f), in turn, so that each runs on a share of the commands (all
-#: of them, and the faults of FULL, at --effort full)
+#: make test: every command takes (b) and, in turn, one of the two signal points of (c) (even
+#: commands) or one of the folder faults (d), (e) and (f) (odd commands), so that each runs on
+#: a share of the commands (all of them, and the faults of FULL, at --effort full)
 SIGNALS = ("sigint-stage", "sigterm-install")
 FOLDERS = ("concurrent", "enospc-install", "read-only", "manifest-corrupt")
 
@@ -166,9 +167,9 @@ def cases(effort: str):
         if effort == "full":
             faults = STANDARD + FULL
         elif command.reads:  # paths: the faults that apply to a reader
-            faults = ("symlink", "concurrent", "read-only")
+            faults = ("symlink", ("concurrent", "read-only")[k % 2])
         else:
-            faults = ("symlink", SIGNALS[k % 2], FOLDERS[k % 4])
+            faults = ("symlink", SIGNALS[(k // 2) % 2] if k % 2 == 0 else FOLDERS[(k // 2) % 4])
         for fault in faults:
             if command.reads and fault in ("sigterm-install", "enospc-install",
                                            "sigint-install", "sigint-manifest", "sigint-stage",

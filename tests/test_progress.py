@@ -195,7 +195,7 @@ def test_the_training_bars_follow_batches_and_epochs(monkeypatch):
     monkeypatch.setattr(shutil, "get_terminal_size",
                         lambda fallback=(100, 24): os.terminal_size((120, 24)))
     out = Terminal()
-    p = train_run._Progress(["bf16", "hbfp8"], 3, True, stream=out)
+    p = train_run._Progress({"bf16": 3, "hbfp8": 3}, True, stream=out)
     p.batch("bf16", 2, 4, 10, 0.5)
     assert p.bars["bf16"].n == pytest.approx(1.5)
     p.epoch("hbfp8", {"epoch": 2, "loss": 0.25, "test_accuracy": 0.5})
@@ -204,11 +204,17 @@ def test_the_training_bars_follow_batches_and_epochs(monkeypatch):
     assert "loss 0.500" in text and "test 50.0 %" in text and "epochs" in text
     p.close()
     assert not progress.bars_shown()
+    # off a terminal no bars (lines instead, tests/test_train_cli.py); disabled, nothing
+    lines = io.StringIO()
+    p = train_run._Progress({"bf16": 3}, True, stream=lines)
+    assert not p.bars_on and p.lines_on and not p.bars
     quiet = io.StringIO()
-    p = train_run._Progress(["bf16"], 3, True, stream=quiet)
+    p = train_run._Progress({"bf16": 3}, False, stream=quiet)
+    p.start("bf16")
     p.batch("bf16", 1, 0, 10, 0.5)
+    p.epoch("bf16", {"epoch": 1, "loss": 0.5, "test_accuracy": 0.5})
     p.close()
-    assert not p.enabled and quiet.getvalue() == ""
+    assert not p.bars_on and not p.lines_on and quiet.getvalue() == ""
 
 
 @pytest.mark.skipif(shutil.which("yosys") is None or shutil.which("sta") is None,
