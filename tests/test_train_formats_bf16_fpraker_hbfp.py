@@ -145,7 +145,7 @@ def test_hbfp8_ablations_round_as_named(phase):
         assert np.array_equal(bits(out), bits(ref)), name
         assert cls(RUN).summary_record()["rounding"][phase] == ("rne" if rne else "floor")
         assert name not in FORMATS
-    assert set(ABLATIONS) == {"hbfp8-rne", "hbfp8-rne-wgrad"}
+    assert {"hbfp8-rne", "hbfp8-rne-wgrad"} <= set(ABLATIONS)
 
 
 def test_hbfp8_and_hbfp12_differ_and_hbfp12_is_closer():

@@ -16,6 +16,7 @@ from flows.studies.train.formats.fast import (
     FORMATS,
     FASTHigh,
     FASTLow,
+    FASTLowG4,
     FastFormatError,
     lane_states_for,
     narrow,
@@ -62,6 +63,12 @@ def ref_width(fixed, r, l, i, L, I):
     return choose_m(r, epsilon(l, i, L, I, 0.6, 0.3))
 
 
+def _fixed(fmt, tensor):
+    """The fixed width of ``tensor`` in ``fmt`` (None: Algorithm 1 chooses)."""
+    per = getattr(fmt, "fixed_by_tensor", None)
+    return per[tensor] if per else fmt.fixed_m
+
+
 def step_and_check(fmt, ref_rng, tensors, epoch, it, skip_bwd_data=()):
     """One training iteration through ``fmt``, every GEMM compared bit for bit with
     ``bfp_gemm`` at the widths computed here from the golden Eq. 1 / Eq. 2 functions.  Returns
@@ -75,8 +82,8 @@ def step_and_check(fmt, ref_rng, tensors, epoch, it, skip_bwd_data=()):
         a, w, _ = tensors[li.name]
         xa = quantize_rows(a, 4, "trunc")
         xw = quantize_rows(np.ascontiguousarray(w.T), 4, "trunc")
-        ma = ref_width(fmt.fixed_m, rel_improvement(xa.Es, xa.q), l, i, L, I)
-        mw = ref_width(fmt.fixed_m, rel_improvement(xw.Es, xw.q), l, i, L, I)
+        ma = ref_width(_fixed(fmt, "a"), rel_improvement(xa.Es, xa.q), l, i, L, I)
+        mw = ref_width(_fixed(fmt, "w"), rel_improvement(xw.Es, xw.q), l, i, L, I)
         out = fmt.matmul(a, w, "fwd", li.name)
         ref = bfp_gemm(a, w, ma, mw, "fwd", "paper", ARRAY, rng=ref_rng)
         assert np.array_equal(bits(out), ref), (li.name, "fwd")
@@ -87,14 +94,14 @@ def step_and_check(fmt, ref_rng, tensors, epoch, it, skip_bwd_data=()):
         if li.name not in skip_bwd_data:
             probe = copy.deepcopy(ref_rng)   # the draws bwd_data's conversion of G will take
             gq = quantize_rows(g, 4, "sr", probe)
-            mg = ref_width(fmt.fixed_m, rel_improvement(gq.Es, gq.q), l, i, L, I)
+            mg = ref_width(_fixed(fmt, "g"), rel_improvement(gq.Es, gq.q), l, i, L, I)
             out = fmt.matmul(g, np.ascontiguousarray(w.T), "bwd_data", li.name)
             ref = bfp_gemm(g, w.T, mg, mw, "bwd_data", "paper", ARRAY, rng=ref_rng)
             assert np.array_equal(bits(out), ref), (li.name, "bwd_data")
         else:
             probe = copy.deepcopy(ref_rng)   # wgrad converts G's columns (groups along batch)
             gq = quantize_rows(np.ascontiguousarray(g.T), 4, "sr", probe)
-            mg = ref_width(fmt.fixed_m, rel_improvement(gq.Es, gq.q), l, i, L, I)
+            mg = ref_width(_fixed(fmt, "g"), rel_improvement(gq.Es, gq.q), l, i, L, I)
         out = fmt.matmul(np.ascontiguousarray(a.T), g, "wgrad", li.name)
         ref = bfp_gemm(a.T, g, ma, mg, "wgrad", "paper", ARRAY, rng=ref_rng)
         assert np.array_equal(bits(out), ref), (li.name, "wgrad")
@@ -103,7 +110,7 @@ def step_and_check(fmt, ref_rng, tensors, epoch, it, skip_bwd_data=()):
     return {k: tuple(v) for k, v in chosen.items()}
 
 
-@pytest.mark.parametrize("cls", [FAST, FASTLow, FASTHigh])
+@pytest.mark.parametrize("cls", [FAST, FASTLow, FASTHigh, FASTLowG4])
 def test_every_gemm_equals_bfp_gemm_with_the_chosen_widths(cls):
     """Two epochs of three iterations: each GEMM equals bfp_gemm with the widths computed here,
     and the summary's width map records exactly those widths."""
@@ -127,7 +134,11 @@ def test_every_gemm_equals_bfp_gemm_with_the_chosen_widths(cls):
         for k, t in enumerate("wag"):
             assert s["widths"][t][li.name] == "".join(str(e[li.name][k]) for e in expected)
     got = {c for t in "wag" for v in s["widths"][t].values() for c in v}
-    if cls is FASTLow:
+    if cls is FASTLowG4:   # the ablation: 4-bit gradients, 2-bit weights and activations
+        assert {c for v in s["widths"]["g"].values() for c in v} == {"4"}
+        assert {c for t in "wa" for v in s["widths"][t].values() for c in v} == {"2"}
+        assert "W 2 bits, A 2 bits, G 4 bits" in width_table(s) and "fast-low-g4" not in FORMATS
+    elif cls is FASTLow:
         assert got == {"2"}
     elif cls is FASTHigh:
         assert got == {"4"}

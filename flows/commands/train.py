@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
     p.add_argument("--formats", default="all", metavar="LIST",
                    help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
                         "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave; the "
-                        "ablations hbfp8-rne and hbfp8-rne-wgrad only when named")
+                        "ablations hbfp8-rne, hbfp8-rne-wgrad and fast-low-g4 only when named")
     p.add_argument("--epochs", type=bounded(int, *train_run.EPOCHS_RANGE), default=None,
                    help=f"training epochs, {span(train_run.EPOCHS_RANGE)}: the length of the "
                    "learning-rate schedule (default 10)")

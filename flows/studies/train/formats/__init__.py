@@ -13,7 +13,8 @@ bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
 
 Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
-quantization in every GEMM) and ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only).
+quantization in every GEMM), ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only) and
+``fast-low-g4`` (LowBFP with 4-bit gradients).
 """
 
 from .base import KINDS, PHASES, Format, LayerInfo, RunInfo
@@ -24,6 +25,6 @@ FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **fpraker.FO
                                     **hbfp.FORMATS, **fast.FORMATS, **schrodinger.FORMATS}
 #: ablations: formats that change one block of a paper format, trained only when named
 #: (``--formats hbfp8,hbfp8-rne-wgrad``), never by ``--formats all``
-ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS}
+ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS}
 
 __all__ = ["FORMATS", "ABLATIONS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]

@@ -149,6 +149,9 @@ class FAST(Format):
     paper = ("FAST Table II: FAST within 0.1 points of FP32 on CNNs "
              "(ResNet-18 top-1 68.52 vs 68.60)")
     fixed_m: int | None = None
+    #: per-tensor fixed widths (``{"w", "a", "g"}`` → bits), overriding the choice in training
+    #: steps (the ``fast-low-g4`` ablation); None: :attr:`fixed_m` or Algorithm 1
+    fixed_by_tensor: dict | None = None
     fmac_mode = FMAC_MODE
 
     def __init__(self, run: RunInfo):
@@ -199,6 +202,8 @@ class FAST(Format):
     def _decide(self, st: dict, tensor: str, q: Quantized, l: int) -> int:
         r = rel_improvement(q.Es, q.q)
         m = self.choose(r, l, self.i)
+        if self.fixed_by_tensor is not None:
+            m = self.fixed_by_tensor[tensor]
         st[tensor] = m
         st["r_" + tensor] = r
         return m
@@ -338,6 +343,8 @@ class FAST(Format):
             "group_pairs": dict(self._pairs),
             "fmac_rounds": dict(self._rounds),
             "algorithm": {"adaptive": self.fixed_m is None, "fixed_m": self.fixed_m,
+                          **({"fixed_by_tensor": dict(self.fixed_by_tensor)}
+                             if self.fixed_by_tensor is not None else {}),
                           "alpha": ALPHA, "beta": BETA, "L": self.L, "I": self.I,
                           "group": GROUP, "array": list(ARRAY), "fmac_mode": self.fmac_mode},
         }
@@ -377,6 +384,10 @@ def width_table(summary: dict) -> str:
     :meth:`FAST.summary_record` for the record."""
     alg = summary.get("algorithm", {})
     per, n = summary["iterations_per_epoch"], summary["iterations"]
+    if alg.get("fixed_by_tensor"):
+        return ("Fixed magnitudes per tensor: " + ", ".join(
+            f"{t.upper()} {m} bits" for t, m in alg["fixed_by_tensor"].items())
+            + f" ({n} iterations).")
     if not alg.get("adaptive"):
         return (f"Fixed {alg.get('fixed_m')}-bit magnitudes for every tensor "
                 f"({n} iterations).")
@@ -418,9 +429,21 @@ class FASTHigh(FAST):
     fixed_m = 4
 
 
+class FASTLowG4(FASTLow):
+    """LowBFP with 4-bit gradients (2-bit weights and activations): an ablation that shows
+    which tensor's 2-bit magnitudes a LowBFP run does not survive (docs/papers.md)."""
+
+    name = "fast-low-g4"
+    summary = "LowBFP with 4-bit gradients, 2-bit weights and activations (an ablation)"
+    paper = "not a paper format: LowBFP keeps every tensor at 2 bits"
+    fixed_by_tensor = {"w": 2, "a": 2, "g": 4}
+
+
 #: format name → class
 FORMATS = {"fast": FAST, "fast-low": FASTLow, "fast-high": FASTHigh}
+#: ablations: trained only when named (``--formats``), not by ``all``
+ABLATIONS = {"fast-low-g4": FASTLowG4}
 
-__all__ = ["FORMATS", "FAST", "FASTLow", "FASTHigh", "FastFormatError", "ALPHA", "BETA", "ARRAY",
+__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "FASTHigh", "FASTLowG4", "FastFormatError", "ALPHA", "BETA", "ARRAY",
            "FMAC_MODE", "TENSORS", "NOT_CHOSEN", "lane_states_for", "narrow", "group_pairs",
            "width_table"]
