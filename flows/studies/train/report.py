@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ... import FlowError
 from ...host import machine
+from .run import accuracy_at
 
 #: the Fashion-MNIST models ``make training`` trains, in the page's order
 MODELS = ("lenet", "resnet")
@@ -75,13 +76,11 @@ def _cell(name: str, doc: dict) -> str:
         return f"diverged (epoch {r['diverged_at']})"
     if acc is None:
         return "—"
-    ref_records = doc["formats"].get("fp32", {}).get("epochs", [])
     ref = doc["formats"].get("fp32", {}).get("final_test_accuracy")
     at = ""
     if r.get("stopped_after") is not None:
         at = f", epoch {r['stopped_after']}"
-        ref = next((e.get("test_accuracy") for e in ref_records
-                    if e["epoch"] == r["stopped_after"]), None)
+        ref = accuracy_at(doc["formats"].get("fp32"), r["stopped_after"])
     if name == "fp32" or ref is None:
         return f"{100 * acc:.2f} %" + (f" (epoch {r['stopped_after']})" if at else "")
     return f"{100 * acc:.2f} % ({100 * (acc - ref):+.2f}{at})"

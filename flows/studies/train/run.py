@@ -2,8 +2,9 @@
 
 Usage::
 
-    trainfab train [--model mlp|cnn|cnn-q4|lenet|resnet] [--formats fp32,bf16,...|all] [--epochs N] [--seed S]
-                   [-j N] [--dataset SET] [--limit N] [--stop-after FORMAT=EPOCH] [--capture DIR] [-o DIR]
+    trainfab train [--model mlp|cnn|cnn-q4|lenet|resnet] [--formats fp32,bf16,...|all]
+                   [--epochs N] [--seed S] [-j N] [--dataset SET] [--limit N]
+                   [--stop-after FORMAT=EPOCH] [--capture DIR] [-o DIR]
 
 Every format trains the same model from the same initial weights on the same data order (one
 seed): the only difference between two runs is the arithmetic of their GEMMs and the storage of
@@ -116,11 +117,16 @@ class TrainOptions:
     #: show progress: bars on a terminal, a line per format a minute otherwise
     progress: bool = True
 
-    def epochs_of(self, name: str) -> int:
-        """The epochs format ``name`` trains (its ``--stop-after`` or the run's epochs)."""
+    @property
+    def run_epochs(self) -> int:
+        """The length of the run's schedule: ``epochs``, or the engine's default."""
         from . import engine
 
-        return dict(self.stop_after).get(name, self.epochs or engine.DEFAULTS["epochs"])
+        return self.epochs or engine.DEFAULTS["epochs"]
+
+    def epochs_of(self, name: str) -> int:
+        """The epochs format ``name`` trains (its ``--stop-after`` or the run's epochs)."""
+        return dict(self.stop_after).get(name, self.run_epochs)
 
 
 def _check_range(name: str, value, lo, hi) -> None:
@@ -201,9 +207,7 @@ def validate(opts: TrainOptions):
     _check_range("-j/--jobs", opts.jobs, *JOBS_RANGE)
     _check_range("--seed", opts.seed, *SEED_RANGE)
     _check_range("--limit", opts.limit, *LIMIT_RANGE)
-    from . import engine
-
-    epochs = opts.epochs or engine.DEFAULTS["epochs"]
+    epochs = opts.run_epochs
     for name, stop in opts.stop_after:
         if name not in formats:
             raise FlowError(f"--stop-after names format {name!r}, which is not trained "
@@ -265,7 +269,7 @@ def _train_one(name: str, opts: TrainOptions, events) -> dict:
         kwargs["batch_size"] = opts.batch_size
     finished = False
     try:
-        epochs = opts.epochs or engine.DEFAULTS["epochs"]
+        epochs = opts.run_epochs
         stop = opts.epochs_of(name)
         result = loop.train(opts.model, cls, data, epochs,
                             stop_after=stop if stop < epochs else None,
@@ -546,6 +550,12 @@ def _mark_unfinished_captures(root: Path, run: TrainRun) -> None:
             path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
+def accuracy_at(result: dict | None, epoch: int):
+    """A format's test accuracy at ``epoch`` (None without that epoch's record)."""
+    return next((e.get("test_accuracy") for e in (result or {}).get("epochs", [])
+                 if e["epoch"] == epoch), None)
+
+
 def _partial_result(records: list) -> dict:
     """A format's result from the epochs that finished (an interrupted or failed run)."""
     tests = [r.get("test_accuracy") for r in records]
@@ -573,7 +583,7 @@ def config_record(run: TrainRun, data) -> dict:
 
     o = run.options
     return {"model": o.model, "formats": list(run.formats),
-            "epochs": o.epochs or engine.DEFAULTS["epochs"],
+            "epochs": o.run_epochs,
             "batch_size": o.batch_size or engine.DEFAULTS["batch_size"],
             "stop_after": dict(o.stop_after),
             "seed": o.seed, "dataset": data.name, "train_samples": int(len(data.y_train)),
@@ -633,9 +643,7 @@ def markdown(run: TrainRun, results: dict, config: dict) -> str:
         ref_here, at = ref, ""
         if r.get("stopped_after") is not None:  # against fp32 at the same epoch
             at = f" (fp32 at epoch {r['stopped_after']})"
-            ref_here = next((e.get("test_accuracy") for e in
-                             results.get("fp32", {}).get("epochs", [])
-                             if e["epoch"] == r["stopped_after"]), None)
+            ref_here = accuracy_at(results.get("fp32"), r["stopped_after"])
         delta = ("—" if acc is None or ref_here is None
                  else f"{100 * (acc - ref_here):+.2f} points{at}")
         status = ""
@@ -687,11 +695,10 @@ def _same_epoch(results: dict) -> list[str]:
              "|---|---|---|" + "---|" * len(refs)]
     for name, r in stopped.items():
         epoch = r["stopped_after"]
-        acc = next((e.get("test_accuracy") for e in r["epochs"] if e["epoch"] == epoch), None)
+        acc = accuracy_at(r, epoch)
         cells = []
         for ref in refs:
-            other = next((e.get("test_accuracy") for e in results[ref]["epochs"]
-                          if e["epoch"] == epoch), None)
+            other = accuracy_at(results[ref], epoch)
             delta = ("" if other is None or acc is None
                      else f" ({100 * (acc - other):+.2f} points)")
             cells.append(f"{_pct(other)}{delta}")
