@@ -76,36 +76,52 @@ class MAC16Config:
 
 
 @functools.cache
-def product_config(fmt) -> RoundConfig:
-    """The exact product of two ``fmt`` significands (``2 * (man_bits + 1)`` bits) into FP32:
-    the rounding block only places it (and handles FP32's exponent range)."""
-    P = fmt.man_bits
-    return RoundConfig(fmt="fp32", in_width=2 * (P + 1), frac=2 * P,
-                       exp_width=fmt.exp_bits + 3, mode="rne")
+def product_config(fmt, other=None) -> RoundConfig:
+    """The exact product of a ``fmt`` significand and an ``other`` one (default ``fmt``;
+    ``man_bits + 1`` bits each) into FP32: the rounding block only places it (and handles
+    FP32's exponent range)."""
+    other = other or fmt
+    Pa, Pb = fmt.man_bits, other.man_bits
+    return RoundConfig(fmt="fp32", in_width=Pa + Pb + 2, frac=Pa + Pb,
+                       exp_width=max(fmt.exp_bits, other.exp_bits) + 3, mode="rne")
+
+
+def float_products(a, fa, b, fb) -> np.ndarray:
+    """Products of ``fa`` bit patterns ``a`` and ``fb`` bit patterns ``b`` (float formats,
+    broadcast against each other) as FP32 bit patterns (int64), as a MAC lane makes them: exact
+    significand product placed in FP32 (RNE, FTZ; a product outside FP32's exponent range
+    becomes ±Inf or a signed zero), subnormal operands read as zero (DAZ), NaN operands and
+    Inf × 0 give the quiet NaN, Inf × x gives ±Inf."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    Pa, Pb = fa.man_bits, fb.man_bits
+    sa, ea, ma = (a >> (fa.width - 1)) & 1, (a >> Pa) & fa.exp_max, a & ((1 << Pa) - 1)
+    sb, eb, mb = (b >> (fb.width - 1)) & 1, (b >> Pb) & fb.exp_max, b & ((1 << Pb) - 1)
+    sig = np.where((ea == 0) | (eb == 0), 0, ((1 << Pa) | ma) * ((1 << Pb) | mb))    # DAZ
+    exp = np.where(sig == 0, 0, (ea - fa.bias) + (eb - fb.bias))
+    sign = sa ^ sb
+    out = round_raw(product_config(fa, fb), sig, exp, sign).bits
+    inf_a, inf_b = (ea == fa.exp_max) & (ma == 0), (eb == fb.exp_max) & (mb == 0)
+    zero_a, zero_b = ea == 0, eb == 0
+    nan = ((ea == fa.exp_max) & (ma != 0)) | ((eb == fb.exp_max) & (mb != 0)) \
+        | (inf_a & zero_b) | (inf_b & zero_a)
+    out = np.where(inf_a | inf_b, (sign << 31) | 0x7F800000, out)
+    return np.where(nan, QNAN, out).astype(np.int64)
+
+
+def signed_int(bits, fmt) -> np.ndarray:
+    """Two's complement ``fmt`` bit patterns as signed int64 values."""
+    v = np.asarray(bits, dtype=np.int64)
+    return np.where(v >> (fmt.bits - 1) == 1, v - (1 << fmt.bits), v)
 
 
 def mac16_products(cfg: MAC16Config, a, b) -> np.ndarray:
-    """The lanes' products: FP32 bit patterns (float formats) or exact integers."""
+    """The lanes' products: FP32 bit patterns (float formats, :func:`float_products`) or exact
+    integers."""
     fmt = cfg.format
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
     if not cfg.is_float:
-        def signed(v):
-            return np.where(v >> (fmt.bits - 1) == 1, v - (1 << fmt.bits), v)
-        return signed(a) * signed(b)
-    P, emax = fmt.man_bits, fmt.exp_max
-    sa, ea, ma = (a >> (fmt.width - 1)) & 1, (a >> P) & emax, a & ((1 << P) - 1)
-    sb, eb, mb = (b >> (fmt.width - 1)) & 1, (b >> P) & emax, b & ((1 << P) - 1)
-    sig = np.where((ea == 0) | (eb == 0), 0, ((1 << P) | ma) * ((1 << P) | mb))    # DAZ
-    exp = np.where(sig == 0, 0, (ea - fmt.bias) + (eb - fmt.bias))
-    sign = sa ^ sb
-    out = round_raw(product_config(fmt), sig, exp, sign).bits
-    inf_a, inf_b = (ea == emax) & (ma == 0), (eb == emax) & (mb == 0)
-    zero_a, zero_b = ea == 0, eb == 0
-    nan = ((ea == emax) & (ma != 0)) | ((eb == emax) & (mb != 0)) | (inf_a & zero_b) \
-        | (inf_b & zero_a)
-    out = np.where(inf_a | inf_b, (sign << 31) | 0x7F800000, out)
-    return np.where(nan, QNAN, out).astype(np.int64)
+        return signed_int(a, fmt) * signed_int(b, fmt)
+    return float_products(a, fmt, b, fmt)
 
 
 def mac16_operands(cfg: MAC16Config, bf16) -> np.ndarray:
@@ -210,5 +226,5 @@ def mac16_acc_slot(cfg: MAC16Config, t: int, slot: int = 0) -> int:
 
 
 __all__ = ["MAC16_FORMATS", "MAC16_MAX_PIPELINE", "MAC16_MAX_CONTEXTS", "MAC16Config",
-           "product_config", "mac16_products", "mac16_operands", "mac16_run", "mac16_cycles",
-           "mac16_acc_slot"]
+           "product_config", "float_products", "signed_int", "mac16_products", "mac16_operands",
+           "mac16_run", "mac16_cycles", "mac16_acc_slot"]

@@ -29,7 +29,7 @@ output bit against the reference.  Without numba the reference runs instead
 
 import numpy as np
 
-from ..common.fp_add import QNAN
+from ..common.fp32_kernel import settle as _settle
 from ..common.jit import jit, numba
 from .numerics import (DEFAULT_ROUNDING, FMAC_MODES, G, ROUNDINGS, FastInputError, LaneRNG,
                        Quantized, _check_fmac_width, _check_m, _fp32_bits, _tile_groups,
@@ -54,16 +54,6 @@ def _fp_gen(p_bits, shift):
     out = normal if field > 0 else sign
     out = out if field < 255 else sign | np.uint32(0x7F800000)
     return out if mag != 0 else np.uint32(0)
-
-
-@jit
-def _settle(bits):
-    """An FP32 sum as the adder gives it: a subnormal flushed to a zero of its sign, a NaN
-    the quiet NaN ``0x7FC00000`` (step 3)."""
-    field = bits & np.uint32(0x7F800000)
-    out = bits if field != 0 else bits & np.uint32(0x80000000)
-    nan = field == np.uint32(0x7F800000) and (bits & np.uint32(0x7FFFFF)) != 0
-    return np.uint32(QNAN) if nan else out
 
 
 @jit
