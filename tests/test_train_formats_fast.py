@@ -18,6 +18,8 @@ from flows.studies.train.formats.fast import (
     FASTLow,
     FASTLowG4,
     FastFormatError,
+    MidBFP,
+    MSFP12,
     lane_states_for,
     narrow,
     width_table,
@@ -256,7 +258,8 @@ def test_contract_errors_and_non_finite_operands():
 
 
 def test_formats_table_and_markdown():
-    assert FORMATS == {"fast": FAST, "fast-low": FASTLow, "fast-high": FASTHigh}
+    assert FORMATS == {"fast": FAST, "fast-low": FASTLow, "mid-bfp": MidBFP,
+                       "fast-high": FASTHigh, "msfp12": MSFP12}
     assert (FASTLow.fixed_m, FASTHigh.fixed_m, FAST.fixed_m) == (2, 4, None)
     fmt = FAST(run_info(epochs=1, iterations=2))
     ref_rng = LaneRNG(lane_states_for(5))

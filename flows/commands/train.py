@@ -9,13 +9,13 @@ from .common import span
 
 def add_arguments(p) -> None:
     from ..studies.train import run as train_run
+    from ..studies.train.formats import ABLATIONS, FORMATS
 
     p.add_argument("--model", default="cnn",
                    help="mlp, cnn, cnn-q4, lenet or resnet (default %(default)s)")
     p.add_argument("--formats", default="all", metavar="LIST",
-                   help="comma-separated formats, or all (default): fp32, bf16, fpraker, hbfp8, "
-                        "hbfp12, fast, fast-low, fast-high, schrodinger, bitwave; the "
-                        "ablations hbfp8-rne, hbfp8-rne-wgrad and fast-low-g4 only when named")
+                   help="comma-separated formats, or all (default): " + ", ".join(FORMATS)
+                        + "; the ablations " + ", ".join(ABLATIONS) + " only when named")
     p.add_argument("--epochs", type=bounded(int, *train_run.EPOCHS_RANGE), default=None,
                    help=f"training epochs, {span(train_run.EPOCHS_RANGE)}: the length of the "
                    "learning-rate schedule (default 10)")

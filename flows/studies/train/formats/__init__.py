@@ -4,27 +4,33 @@
 ========== =====================================================================================
 fp32       IEEE FP32 GEMMs (the reference)
 bf16       operands rounded to bfloat16 (RNE), FP32 accumulation
+fp16       NVIDIA mixed precision: fp16 operands (per-tensor power-of-two scale), FP32 accumulation
+int8/12    INT8/INT12 operands (per-tensor scale), 32-bit wrapping integer accumulation
+hfp8       HFP8: e4m3 weights and activations, e5m2 gradients, FP32 accumulation
 fpraker    bfloat16 operands, dot products accumulated as the FPRaker tile does
 hbfp8/12   Equinox's HBFP GEMMs (8/12-bit mantissas), wide BFP weight storage
-fast       FAST's BFP GEMMs with the per-layer 2/4-bit schedule (Algorithm 1); fast-low and
-           fast-high at fixed 2 and 4 bits
+fast       FAST's BFP GEMMs with the per-layer 2/4-bit schedule (Algorithm 1); fast-low,
+           mid-bfp and fast-high at fixed 2, 3 and 4 bits
+msfp12     MSFP-12: BFP groups of 16, sign + 3-bit magnitudes, round to nearest
 schrodinger Quantum Mantissa + Quantum Exponent stashes (learned bitlengths), Gecko footprints
 bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
 
 Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
 quantization in every GEMM), ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only) and
-``fast-low-g4`` (LowBFP with 4-bit gradients).
+``fast-low-g4`` (LowBFP with 4-bit gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand
+for every tensor).
 """
 
 from .base import KINDS, PHASES, Format, LayerInfo, RunInfo
-from . import bf16, fast, fpraker, hbfp, schrodinger
+from . import bf16, fast, fpraker, hbfp, lanes, schrodinger
 
 #: format name → class; ``fmt_factory(run_info)`` is ``FORMATS[name](run_info)``
-FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **fpraker.FORMATS,
-                                    **hbfp.FORMATS, **fast.FORMATS, **schrodinger.FORMATS}
+FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **lanes.FORMATS,
+                                    **fpraker.FORMATS, **hbfp.FORMATS, **fast.FORMATS,
+                                    **schrodinger.FORMATS}
 #: ablations: formats that change one block of a paper format, trained only when named
 #: (``--formats hbfp8,hbfp8-rne-wgrad``), never by ``--formats all``
-ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS}
+ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS, **lanes.ABLATIONS}
 
 __all__ = ["FORMATS", "ABLATIONS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]

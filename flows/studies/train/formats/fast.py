@@ -80,8 +80,10 @@ from golden.fast.numerics import (
     rounds,
     to_m2,
 )
+from golden.fast.numerics import DEFAULT_ROUNDING
 from golden.fast.numerics import G as GROUP
-from golden.fast.gemm_kernel import gemm_quantized_fast, quantize_operands_fast
+from golden.fast.gemm_kernel import (gemm_quantized_fast, quantize_operands_fast,
+                                     quantize_rows_fast)
 
 from .base import PHASES, Format, RunInfo
 
@@ -110,12 +112,22 @@ def lane_states_for(seed: int) -> tuple:
 
 def narrow(q: Quantized, m: int) -> Quantized:
     """A 4-bit :class:`~golden.fast.numerics.Quantized` operand at ``m`` bits: itself for 4, its
-    high chunks (:func:`~golden.fast.numerics.to_m2`) for 2."""
+    high chunks (:func:`~golden.fast.numerics.to_m2`) for 2.  An operand quantized at ``m``
+    bits already is returned as it is."""
     if m == q.m:
         return q
     if (q.m, m) != (4, 2):
         raise FastFormatError(f"fast: cannot narrow a {q.m}-bit operand to {m} bits")
     return Quantized(*to_m2(q.Es, q.signs, q.q), 2)
+
+
+def datapath(q: Quantized) -> Quantized:
+    """An operand as the fMAC takes it: an odd width ``m`` padded to ``m + 1`` bits with a zero
+    low bit (``2 q`` at ``m + 1`` bits is the same value), as FAST's ⌈m/2⌉ chunks suggest for
+    MidBFP's 3 bits; even widths unchanged."""
+    if q.m % 2 == 0:
+        return q
+    return Quantized(q.Es, q.signs, q.q << 1, q.m + 1)
 
 
 def group_pairs(shape) -> int:
@@ -153,6 +165,14 @@ class FAST(Format):
     #: steps (the ``fast-low-g4`` ablation); None: :attr:`fixed_m` or Algorithm 1
     fixed_by_tensor: dict | None = None
     fmac_mode = FMAC_MODE
+    #: the fMAC array whose tiling restarts partial sums from +0; None: one FP32 accumulation
+    #: along the whole reduction
+    array: tuple | None = ARRAY
+    #: the quantizer's width: 4 (the converter's, narrowed to 2 by dropping the low chunk) or
+    #: a fixed width of its own (MidBFP's 3), which :meth:`choose` then always returns
+    quant_m = 4
+    #: per phase, the roundings of X and Y; None: FAST's (truncation, SR for the gradient)
+    roundings: dict | None = None
 
     def __init__(self, run: RunInfo):
         super().__init__(run)
@@ -188,6 +208,7 @@ class FAST(Format):
         self._ep = {"sum": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
                     "r": {t: dict.fromkeys(self.layers, 0.0) for t in TENSORS},
                     "n": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
+                    "nr": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
                     "rounds": dict.fromkeys(PHASES, 0), "pairs": dict.fromkeys(PHASES, 0)}
 
     # -- hooks
@@ -200,7 +221,7 @@ class FAST(Format):
         self._shapes = {}
 
     def _decide(self, st: dict, tensor: str, q: Quantized, l: int) -> int:
-        r = rel_improvement(q.Es, q.q)
+        r = rel_improvement(q.Es, q.q) if q.m == 4 else None
         m = self.choose(r, l, self.i)
         if self.fixed_by_tensor is not None:
             m = self.fixed_by_tensor[tensor]
@@ -222,7 +243,7 @@ class FAST(Format):
             if self.training:
                 self._step[layer]["nonfinite"] = True
             return np.full((x.shape[0], y.shape[1]), np.nan, dtype=np.float32)
-        xq, yq = quantize_operands_fast(x, y, 4, 4, phase, rng=self.rng)
+        xq, yq = self._operands(x, y, phase)
         if not self.training:
             if phase != "fwd":
                 raise FastFormatError(f"fast: a '{phase}' GEMM of layer '{layer}' outside a "
@@ -250,13 +271,31 @@ class FAST(Format):
         pairs = group_pairs(shape)
         self._pairs[phase] += pairs
         self._ep["pairs"][phase] += pairs
-        self._rounds[phase] += pairs * rounds(mx, my)
-        self._ep["rounds"][phase] += pairs * rounds(mx, my)
+        n = pairs * self.rounds(mx, my)
+        self._rounds[phase] += n
+        self._ep["rounds"][phase] += n
         return self._gemm(xq, yq, mx, my, phase)
 
+    def rounds(self, mx: int, my: int) -> int:
+        """fMAC rounds per group pair at widths ``mx``, ``my``: ``rounds`` of the datapath's
+        widths (odd widths padded), 1 in the ``"exact"`` mode (one FP32 addition per pair)."""
+        if self.fmac_mode == "exact":
+            return 1
+        return rounds(mx + mx % 2, my + my % 2)
+
+    def _operands(self, x, y, phase):
+        """The phase's operands quantized at :attr:`quant_m` bits with the format's roundings,
+        drawing SR bits from the lanes (X's groups first, then Y's)."""
+        if self.quant_m == 4 and self.roundings is None:
+            return quantize_operands_fast(x, y, 4, 4, phase, rng=self.rng)
+        rx, ry = (self.roundings or DEFAULT_ROUNDING)[phase]
+        xq = quantize_rows_fast(x, self.quant_m, rx, self.rng)
+        yq = quantize_rows_fast(np.ascontiguousarray(y.T), self.quant_m, ry, self.rng)
+        return xq, yq
+
     def _gemm(self, xq, yq, mx, my, phase):
-        bits = gemm_quantized_fast(narrow(xq, mx), narrow(yq, my), phase, self.fmac_mode,
-                                   ARRAY)
+        bits = gemm_quantized_fast(datapath(narrow(xq, mx)), datapath(narrow(yq, my)), phase,
+                                   self.fmac_mode, self.array)
         return bits.view(np.float32)
 
     def end_step(self, loss: float) -> None:
@@ -267,7 +306,9 @@ class FAST(Format):
                 self._widths[t][name].append(NOT_CHOSEN if m is None else str(m))
                 if m is not None:
                     self._ep["sum"][t][name] += m
-                    self._ep["r"][t][name] += st["r_" + t]
+                    if st["r_" + t] is not None:
+                        self._ep["r"][t][name] += st["r_" + t]
+                        self._ep["nr"][t][name] += 1
                     self._ep["n"][t][name] += 1
             if "g_source" in st:
                 self._g_source[name][st["g_source"]] += 1
@@ -299,10 +340,12 @@ class FAST(Format):
             for t in TENSORS:
                 k = ep["n"][t][name]
                 mean_w[name][t] = ep["sum"][t][name] / k if k else None
-                mean_r[name][t] = ep["r"][t][name] / k if k else None
+                kr = ep["nr"][t][name]
+                mean_r[name][t] = ep["r"][t][name] / kr if kr else None
                 n4 += (ep["sum"][t][name] - 2 * k) // 2
                 n += k
-        rec = {"mean_widths": mean_w, "mean_r": mean_r, "share_4bit": n4 / n if n else None,
+        rec = {"mean_widths": mean_w, "mean_r": mean_r,
+               "share_4bit": n4 / n if n and self.quant_m == 4 else None,
                "group_pairs": dict(ep["pairs"]), "fmac_rounds": dict(ep["rounds"])}
         self.training = False
         self._new_epoch()
@@ -346,7 +389,9 @@ class FAST(Format):
                           **({"fixed_by_tensor": dict(self.fixed_by_tensor)}
                              if self.fixed_by_tensor is not None else {}),
                           "alpha": ALPHA, "beta": BETA, "L": self.L, "I": self.I,
-                          "group": GROUP, "array": list(ARRAY), "fmac_mode": self.fmac_mode},
+                          "group": GROUP, "array": list(self.array) if self.array else None,
+                          "fmac_mode": self.fmac_mode, "quant_m": self.quant_m,
+                          "roundings": self.roundings or DEFAULT_ROUNDING},
         }
 
 
@@ -429,6 +474,51 @@ class FASTHigh(FAST):
     fixed_m = 4
 
 
+class MidBFP(FAST):
+    """FAST's datapath with 3-bit magnitudes for every tensor (the paper's MidBFP).
+
+    The converter quantizes to 3 bits directly (truncation for W and A, SR with 8 random bits
+    for G, as FAST rounds), and the fMAC takes each 3-bit group padded to 4 bits with a zero
+    low bit (:func:`datapath`): four rounds per group pair, as HighBFP's.  The paper trains
+    MidBFP in software only and leaves its hardware open; padding to ⌈m/2⌉ chunks is what its
+    chunked fMAC suggests."""
+
+    name = "mid-bfp"
+    cost = 10.0
+    summary = ("FAST datapath, 3-bit magnitudes everywhere (MidBFP): BFP groups of 16, SR "
+               "gradients, padded to 4 bits in the fMAC")
+    paper = "FAST Table II: MidBFP (fixed 3-bit) loses 0.5 to 1.3 points against FP32"
+    fixed_m = 3
+    quant_m = 3
+
+
+class MSFP12(FAST):
+    """MSFP-12 (Microsoft floating point, the block format FAST Table II compares with): groups
+    of 16 along the reduction with an 8-bit shared exponent and, per element, a sign and a 3-bit
+    magnitude (8 + 4 bits: MSFP counts the sign in its 12).
+
+    Choices the FAST paper leaves open, documented here:
+
+    * every tensor (W, A and G) is rounded to nearest, ties to even, by FAST's converter
+      quantizer (a magnitude that rounds up to 8 saturates at 7): MSFP's own quantizer rounds to
+      nearest, and the paper names no stochastic rounding for it;
+    * each group pair's dot product is exact and is added once into one FP32 accumulator per
+      output along the whole reduction (the golden fMAC's ``"exact"`` mode without array
+      tiling): the bit-parallel BFP MAC of an MSFP array, one group pair per step.
+    """
+
+    name = "msfp12"
+    cost = 3.0
+    summary = ("MSFP-12: BFP groups of 16, 8-bit shared exponent, sign + 3-bit magnitudes, "
+               "round to nearest, one FP32 accumulation per group pair")
+    paper = "FAST Table II: MSFP-12 within 0.5 points of FP32 (ResNet-18 top-1 68.13 vs 68.60)"
+    fixed_m = 3
+    quant_m = 3
+    fmac_mode = "exact"
+    array = None
+    roundings = {phase: ("rne", "rne") for phase in PHASES}
+
+
 class FASTLowG4(FASTLow):
     """LowBFP with 4-bit gradients (2-bit weights and activations): an ablation that shows
     which tensor's 2-bit magnitudes a LowBFP run does not survive (docs/papers.md)."""
@@ -440,10 +530,11 @@ class FASTLowG4(FASTLow):
 
 
 #: format name → class
-FORMATS = {"fast": FAST, "fast-low": FASTLow, "fast-high": FASTHigh}
+FORMATS = {"fast": FAST, "fast-low": FASTLow, "mid-bfp": MidBFP, "fast-high": FASTHigh,
+           "msfp12": MSFP12}
 #: ablations: trained only when named (``--formats``), not by ``all``
 ABLATIONS = {"fast-low-g4": FASTLowG4}
 
-__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "FASTHigh", "FASTLowG4", "FastFormatError", "ALPHA", "BETA", "ARRAY",
-           "FMAC_MODE", "TENSORS", "NOT_CHOSEN", "lane_states_for", "narrow", "group_pairs",
-           "width_table"]
+__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "FASTLowG4",
+           "FastFormatError", "ALPHA", "BETA", "ARRAY", "FMAC_MODE", "TENSORS", "NOT_CHOSEN",
+           "lane_states_for", "narrow", "datapath", "group_pairs", "width_table"]
