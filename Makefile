@@ -20,6 +20,10 @@
 #                   and bf16 train resnet on 20,000; FPRaker's speedup and FAST's time on the
 #                   captured GEMMs, the HBFP error study; writes docs/training.md (about 70
 #                   minutes on 2 cores, under 2 GB of memory and 200 MB of captures)
+#   make training-baselines  after make training: FAST Table II's other formats (int8, int12,
+#                   hfp8, fp16, mid-bfp, msfp12) train lenet the same way, trainfab's Table IV
+#                   areas size the iso-area arrays, FAST's time to accuracy against every
+#                   array's own run; the Table II part of docs/training.md (about 35 minutes)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
 #   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies
@@ -38,7 +42,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018 dataset-fashion-mnist
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper timing test test-full bench training training-digits studies docs clean
+.PHONY: all setup debian demo paper timing test test-full bench training training-baselines training-digits studies docs clean
 
 all: demo
 
@@ -96,11 +100,15 @@ DIGITS_MODELS := mlp cnn cnn-q4
 # rows of each operand the FPRaker study keeps of resnet's GEMMs (drawn at random, seeded)
 SAMPLE_ROWS := 128
 TRAIN_DIR := build/training
+#: the formats of the four designs and their baselines (make training); FAST Table II's other
+#: formats (make training-baselines)
+PAPER_FORMATS := fp32,bf16,fpraker,hbfp8,hbfp12,fast,fast-low,fast-high,schrodinger,bitwave
+TABLE_II_FORMATS := fp32,int8,int12,hfp8,fp16,mid-bfp,msfp12,hfp8-e4m2
 TF := $(VENV)/bin/trainfab
 
 training: setup
 	@echo "make training [1/4]: lenet on Fashion-MNIST in every format (about 50 min; each format prints its time left)"
-	$(TF) train --model lenet --dataset fashion-mnist --formats all --epochs 3 --stop-after fpraker=1 \
+	$(TF) train --model lenet --dataset fashion-mnist --formats $(PAPER_FORMATS) --epochs 3 --stop-after fpraker=1 \
 	  -j $(JOBS) --capture $(TRAIN_DIR)/lenet/capture -o $(TRAIN_DIR)/lenet
 	@echo "make training [2/4]: FPRaker's speedup and FAST's time on lenet's captures (about 3 min)"
 	$(TF) speedup $(TRAIN_DIR)/lenet/capture/fpraker -o $(TRAIN_DIR)/lenet/speedup
@@ -114,6 +122,21 @@ training: setup
 	  -o $(TRAIN_DIR)/resnet/speedup
 	@echo "make training [4/4]: the HBFP error study and docs/training.md"
 	$(TF) study hbfp -o $(TRAIN_DIR)/hbfp
+	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
+
+training-baselines: setup
+	@test -f $(TRAIN_DIR)/lenet/train.json || { echo "make training-baselines compares with make training's lenet run: $(TRAIN_DIR)/lenet/train.json is missing"; exit 1; }
+	@echo "make training-baselines [1/3]: lenet on Fashion-MNIST in FAST Table II's other formats (about 25 min; each format prints its time left)"
+	$(TF) train --model lenet --dataset fashion-mnist --formats $(TABLE_II_FORMATS) --epochs 3 \
+	  -j $(JOBS) -o $(TRAIN_DIR)/lenet-baselines
+	@echo "make training-baselines [2/3]: the fMAC and the 16-MAC units of FAST's Table IV (about 8 min)"
+	$(TF) area fast.fmac --set m_max=4 -o $(TRAIN_DIR)/areas/fast.fmac-m4
+	@for f in hfp8 int12 bf16 fp16; do \
+	  $(TF) area baseline.mac16 --set fmt=$$f -o $(TRAIN_DIR)/areas/mac16-$$f || exit 1; \
+	done
+	@echo "make training-baselines [3/3]: FAST's time to accuracy against every array's own run, and docs/training.md"
+	$(TF) study fast-time $(TRAIN_DIR)/lenet --with $(TRAIN_DIR)/lenet-baselines \
+	  --areas $(TRAIN_DIR)/areas -o $(TRAIN_DIR)/lenet-baselines/fast-time
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
 
 training-digits: setup

@@ -257,3 +257,76 @@ def test_end_to_end_with_the_engine(tmp_path):
     assert len(fast["epoch_cycles"]) == 2 and all(c > 0 for c in fast["epoch_cycles"])
     for f in ("fast_time.json", "fast_time.md", "widths.png"):
         assert (tmp_path / "out" / f).stat().st_size > 0
+
+
+def test_formats_from_another_run_replace_the_stand_ins(tmp_path):
+    """The Table II formats trained in a second run of the same model and schedule: their
+    arrays use their own accuracies ("measured"), the main run's formats stay its own, and a run
+    of another model is refused in one line."""
+    from flows.studies.fast_time import merge_runs
+
+    main = write_run(tmp_path / "run")
+    other = tmp_path / "baselines"
+    other.mkdir()
+    accs = {"fp32": [0.1, 0.1, 0.1], "hfp8": [0.80, 0.948, 0.95], "int12": [0.3, 0.4, 0.5],
+            "msfp12": [0.9, 0.95, 0.96], "fp16": [0.95, 0.96, 0.96]}
+    doc = {"config": {"model": "toy", "epochs": EPOCHS},
+           "formats": {n: run_record(a) for n, a in accs.items()}}
+    (other / "train.json").write_text(json.dumps(doc))
+    res = fast_time_study(main, tmp_path / "out", extra_runs=[other])
+    mac = {r["array"]: r for r in res["rows"] if r["kind"] == "mac"}
+    for array, fmt in (("HFP8", "hfp8"), ("INT-12", "int12"), ("MSFP-12", "msfp12"),
+                       ("FP16", "fp16")):
+        assert (mac[array]["format"], mac[array]["format_note"]) == (fmt, "measured")
+        assert res["runs"][fmt] == str(other)
+    # fp32 comes from the main run (0.95 at the end), not from the second one's 0.1
+    assert res["runs"]["fp32"] == str(main) and res["target"]["fp32_final"] == 0.95
+    assert mac["HFP8"]["reached_epoch"] == 2 and mac["INT-12"]["reached_epoch"] is None
+    doc["config"]["model"] = "other"
+    (other / "train.json").write_text(json.dumps(doc))
+    with pytest.raises(FastTimeError, match="not comparable with .*: model 'other' against "
+                                            "'toy'"):
+        merge_runs(json.loads((main / "train.json").read_text()), main, [other])
+
+
+def test_iso_area_sizes_from_trainfab_areas(tmp_path):
+    """``trainfab area`` reports of the fMAC (m_max = 4) and the 16-MAC units size the arrays:
+    PEs = 256 * 64 * area(fMAC) * 16 / area(16 MACs); a report of another configuration is
+    not used; rows without a report keep the paper's size; every row gives the paper's PEs and
+    its time to accuracy at that size."""
+    from flows import registry
+    from flows.config import load_config
+    from flows.studies.fast_time import AREA_UNITS, load_areas
+
+    def report(folder, name, area, **over):
+        unit_name, base = AREA_UNITS[name]
+        unit = registry.get(unit_name)
+        cfg = unit.hardware_config(unit.make_config(load_config(unit), **{**base, **over}))
+        folder.mkdir(parents=True)
+        (folder / "area.json").write_text(json.dumps({"unit": unit_name, "config": cfg,
+                                                      "area_um2": area}))
+
+    areas = tmp_path / "areas"
+    report(areas / "fmac", "fMAC", 1000.0)
+    report(areas / "hfp8", "HFP8", 7000.0)
+    report(areas / "bf16", "bfloat16", 9000.0)
+    report(areas / "int12-wrong", "INT-12", 1.0, acc_bits=24)       # another configuration
+    found = load_areas(areas)
+    assert set(found) == {"fMAC", "HFP8", "bfloat16"}
+    res = fast_time_study(write_run(tmp_path / "run"), tmp_path / "out", areas=areas)
+    mac = {r["array"]: r for r in res["rows"] if r["kind"] == "mac"}
+    assert mac["HFP8"]["pes"] == CELLS * 1000 * 16 // 7000
+    assert mac["bfloat16"]["pes"] == CELLS * 1000 * 16 // 9000
+    assert mac["FP32"]["pes"] == mac["bfloat16"]["pes"] // 2
+    assert mac["INT-12"]["pes"] == 210 ** 2 and mac["MSFP-12"]["pes"] == 230 ** 2
+    assert mac["HFP8"]["size_source"].startswith("trainfab: 16 MACs 7,000 µm² = 7.00x")
+    fast_tta = next(r for r in res["rows"] if r["format"] == "fast")["tta_cycles"]
+    for array, r in mac.items():
+        assert r["paper_pes"] == ISO_AREA[array][0]
+        one = expected_mac_epoch(r["paper_pes"])
+        hit = r["reached_epoch"]
+        assert r["paper_tta_speedup_fast"] == pytest.approx(one * hit / fast_tta)
+    md = (tmp_path / "out" / "fast_time.md").read_text()
+    assert "Sizes from trainfab's Table IV syntheses (fMAC at m_max = 4: 1,000 µm²)" in md
+    with pytest.raises(FastTimeError, match="no such folder"):
+        load_areas(tmp_path / "none")

@@ -78,3 +78,28 @@ def test_nothing_to_report_and_a_foreign_page_are_errors(tmp_path, capsys):
     assert report.main([str(tmp_path), str(fresh)]) == 0
     assert report.MARKER in fresh.read_text()
     assert report.main([str(tmp_path), str(fresh)]) == 0  # its own page: replaced
+
+
+def test_table_ii_part_combines_the_two_lenet_runs(tmp_path):
+    """``lenet-baselines`` beside ``lenet``: every Table II column from whichever run trained it,
+    the change against fp32, the paper's ResNet-18 figure and range, the fp32 check; the part
+    sits between the Fashion-MNIST and digits parts."""
+    _run(tmp_path, "lenet", {"fp32": 0.90, "bf16": 0.895, "fast": 0.88, "fast-low": 0.85,
+                             "fast-high": 0.899})
+    _run(tmp_path, "lenet-baselines", {"fp32": 0.90, "int8": 0.87, "int12": 0.898,
+                                       "hfp8": 0.893, "fp16": 0.90, "mid-bfp": 0.89,
+                                       "msfp12": 0.894})
+    text = report.build(tmp_path)
+    part = "\n".join(report.kept_part(text, "table-ii"))
+    assert "| `lenet`, 3 epochs | 90.00 % | 89.50 % | 90.00 % | 87.00 % | 89.80 % | 89.40 % | " \
+           "85.00 % | 89.00 % | 89.90 % | 89.30 % | 88.00 % |" in part
+    assert "| `lenet` vs FP32 (points) | +0.00 | -0.50 | +0.00 | -3.00 |" in part
+    # the paper's INT8 column: ResNet-18 65.53, and its four CNNs lose 5.24 to 2.30 points
+    assert "| paper: ResNet-18 | 68.60 | 68.55 | 68.57 | 65.53 |" in part
+    assert "-5.24 to -2.30" in part
+    assert "fp32 trains in both runs: its records are identical" in part
+    assert text.index("part: fashion-mnist") < text.index("part: table-ii")
+    # a column no run trained says so
+    (tmp_path / "lenet" / "train.json").unlink()
+    alone = "\n".join(report.kept_part(report.build(tmp_path), "table-ii"))
+    assert "| not trained |" in alone or "not trained" in alone

@@ -23,8 +23,10 @@ import numpy as np
 #: (M, K, N) of the benchmarked layer: 256 output positions, 64 x 3 x 3 inputs, 64 outputs
 SHAPE = (256, 576, 64)
 #: the one-thread ratio each format should reach (the rest have no goal)
-GOALS = {"bf16": 0.02, "hbfp8": 0.02, "hbfp12": 0.02, "fast": 0.02, "fast-low": 0.02,
-         "fast-high": 0.02, "fpraker": 0.002, "schrodinger": 0.9, "bitwave": 0.9}
+GOALS = {"bf16": 0.02, "int8": 0.02, "int12": 0.02, "hfp8": 0.02, "fp16": 0.02,
+         "hbfp8": 0.02, "hbfp12": 0.02, "fast": 0.02, "fast-low": 0.02, "mid-bfp": 0.02,
+         "fast-high": 0.02, "msfp12": 0.02, "fpraker": 0.002, "schrodinger": 0.9,
+         "bitwave": 0.9}
 #: thread counts measured, each in its own process
 THREADS = (1, 2)
 _ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")

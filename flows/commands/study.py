@@ -21,6 +21,14 @@ def add_arguments(p) -> None:
                         "fpraker-rows: a capture folder of `trainfab train --capture` "
                         "(default: synthetic operands)")
     config_args(p)
+    p.add_argument("--with", dest="with_runs", action="append", default=[], metavar="RUN",
+                   help="fast-time: another `trainfab train` run of the same model, data, "
+                        "schedule and seed whose formats RUN lacks (repeatable; e.g. "
+                        "build/training/lenet-baselines)")
+    p.add_argument("--areas", metavar="DIR", default=None,
+                   help="fast-time: a folder of `trainfab area` reports of the fMAC (m_max=4) "
+                        "and baseline.mac16 formats, which size the iso-area arrays (default: "
+                        "the paper's sizes)")
     p.add_argument("--loads", metavar="LIST|A:B:STEP", default=None,
                    help="dispatch: offered inference loads, fractions of the inference-only "
                         "capacity (default 0.05:1:0.05 plus 1.1, 1.2)")
@@ -48,9 +56,9 @@ def _hbfp_samples(text: str) -> int:
 #: the options of ``study`` each study takes (beyond RUN, --seed and -o)
 _STUDY_OPTIONS = {"dispatch": {"config", "sets", "loads", "cycles", "seed"},
                   "hbfp": {"seed", "samples"},
-                  "fast-time": set(),
+                  "fast-time": {"with_runs", "areas"},
                   "fpraker-rows": {"config", "sets", "seed"}}
-_STUDY_FLAGS = {"config": "--config", "sets": "--set", "loads": "--loads", "cycles": "--cycles",
+_STUDY_FLAGS = {"with_runs": "--with", "areas": "--areas", "config": "--config", "sets": "--set", "loads": "--loads", "cycles": "--cycles",
                 "seed": "--seed", "samples": "--samples"}
 
 
@@ -100,16 +108,21 @@ def _study_hbfp(args) -> int:
 
 def _study_fast_time(args) -> int:
     from ..runs import staged
-    from ..studies.fast_time import fast_time_study, load_run
+    from ..studies.fast_time import fast_time_study, load_areas, load_run, merge_runs
 
     if args.run is None:
         raise FlowError("study fast-time needs the folder of a `trainfab train` run with the "
                         "fast format (e.g. build/train/cnn)")
     names = ("fast_time.md", "fast_time.json", "widths.png")
     out = _study_output(args, "fast-time", names)
-    load_run(Path(args.run))  # a run the study cannot use is refused before any work
+    # a run the study cannot use is refused before any work
+    merge_runs(load_run(Path(args.run)), Path(args.run), args.with_runs)
+    areas = Path(args.areas) if args.areas is not None else None
+    if areas is not None:
+        load_areas(areas)
     with staged(out, names=names) as work:
-        fast_time_study(Path(args.run), work)
+        fast_time_study(Path(args.run), work, extra_runs=[Path(r) for r in args.with_runs],
+                        areas=areas)
         text = (work / "fast_time.md").read_text()
     print(text)
     print(f"written: {out / 'fast_time.md'}, {out / 'fast_time.json'}, {out / 'widths.png'}")

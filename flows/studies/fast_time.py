@@ -21,11 +21,20 @@ FAST
     ``ceil(M N ceil(K / 16) rounds(mx, my) / (256 * 64))`` cycles.  The widths are the ones the
     run chose in that iteration: ``fwd`` (A, W), ``bwd_data`` (G, W), ``wgrad`` (A, G).
 Other formats
-    A square array of MACs, one multiply-accumulate per PE per cycle, of the size the paper
-    gives for FAST's area (:data:`ISO_AREA`: HFP8 245 x 245, MSFP-12 230 x 230, INT-12
-    210 x 210, bfloat16 180 x 180, FP16 150 x 150): ``ceil(M K N / PEs)`` cycles per GEMM.
+    An array of MACs, one multiply-accumulate per PE per cycle: ``ceil(M K N / PEs)`` cycles
+    per GEMM.  Its size fits the FAST array's area:
+
+    * from trainfab's own Table IV syntheses when they are given (``areas``: ``trainfab area``
+      reports of the fMAC at ``m_max = 4`` and of ``baseline.mac16`` in the array's format,
+      :data:`AREA_UNITS`): ``PEs = 256 * 64 * area(fMAC) / (area(16 MACs) / 16)``, the MACs
+      that fit the fMAC array's area, MAC for MAC (the paper's arrays also hold converters
+      and accumulators of their own, which these do not price);
+    * the paper's sizes otherwise (:data:`ISO_AREA`: HFP8 245 x 245, MSFP-12 230 x 230,
+      INT-12 210 x 210, bfloat16 180 x 180, FP16 150 x 150), and always for MSFP-12, which has
+      no unit here.  Every row also gives the paper size's PEs and time to accuracy.
+
     FP32 has no figure in the paper; it is **assumed** to fit half the bfloat16 array's PEs
-    (16 200, an FP32 MAC taken as twice a bfloat16 MAC's area).
+    (an FP32 MAC taken as twice a bfloat16 MAC's area).
 
 Only the training GEMMs are priced (the forward, backward-data and weight-gradient GEMM of every
 layer with weights, every mini-batch); test-set evaluation, the element-wise work and the
@@ -40,11 +49,13 @@ that a format matching FP32 to within one or two test images of the 360 still co
 time to accuracy is its cumulative GEMM time at the end of the first epoch whose test accuracy
 reaches the target; a run that never reaches it is reported as such.  The FAST arrays use their
 own runs' accuracies.  An array of another format uses the measured run of the closest format
-that was trained (:data:`TRAJECTORY`, first present wins): bfloat16 → ``bf16``; MSFP-12 (16-value
-groups, 8-bit shared exponent, sign and 3-bit magnitudes) → ``fast-high`` (the same groups with
-4-bit magnitudes: an optimistic stand-in) or ``hbfp8``; FP32 → ``fp32``; HFP8, INT-12 and FP16,
-which are not trained here, → ``fp32`` (optimistic: they are credited with FP32's accuracy).  The
-table says which run each row uses.
+that was trained (:data:`TRAJECTORY`, first present wins): each array's own format (``hfp8``,
+``msfp12``, ``int12``, ``bf16``, ``fp16``, ``fp32``) when it was trained, else a stand-in: MSFP-12
+→ ``fast-high`` (the same groups with 4-bit magnitudes: optimistic) or ``hbfp8``; the others →
+``fp32`` (optimistic: credited with FP32's accuracy).  The table says which run each row uses.
+The formats may come from more than one run (``extra_runs``: e.g. ``make training-baselines``'
+run of FAST Table II's formats beside ``make training``'s), provided the runs trained the same
+model on the same data, schedule and seed, so that every format saw the same mini-batches.
 
 Outputs: ``fast_time.json`` (everything), ``fast_time.md`` (the tables with the paper's claims)
 and ``widths.png`` (the ``fast`` run's width map: layers x iterations for W, A and G, the
@@ -76,6 +87,17 @@ ISO_AREA = {
     "FP16": (150 * 150, "paper: 150 x 150"),
     "FP32": (180 * 180 // 2, "assumption: half the bfloat16 array's PEs (no paper figure)"),
 }
+#: the Table IV syntheses that size the iso-area arrays from trainfab's own areas: name → (unit,
+#: configuration overrides of its paper configuration); "fMAC" is FAST's cell
+AREA_UNITS = {
+    "fMAC": ("fast.fmac", {"m_max": 4}),
+    "HFP8": ("baseline.mac16", {"fmt": "hfp8"}),
+    "INT-12": ("baseline.mac16", {"fmt": "int12"}),
+    "bfloat16": ("baseline.mac16", {"fmt": "bf16"}),
+    "FP16": ("baseline.mac16", {"fmt": "fp16"}),
+}
+#: MAC lanes of one ``baseline.mac16`` (Table IV: 16)
+MAC_LANES = 16
 #: the accuracy trajectory each iso-area array borrows: the first of these formats that was
 #: trained
 TRAJECTORY = {
@@ -265,14 +287,121 @@ def time_to_accuracy(epoch_cycles: list, epochs: list, target: float | None) -> 
 
 
 # ----------------------------------------------------------------------------------------------
+# areas
+
+
+def area_commands() -> list[str]:
+    """The ``trainfab area`` commands whose reports :func:`load_areas` reads."""
+    out = []
+    for name, (unit, over) in AREA_UNITS.items():
+        sets = " ".join(f"--set {k}={v}" for k, v in over.items())
+        out.append(f"trainfab area {unit} {sets} -o DIR/{unit}-{'-'.join(map(str, over.values()))}")
+    return out
+
+
+def load_areas(folder) -> dict:
+    """The Table IV areas among the ``trainfab area`` reports (``area.json``, any depth) under
+    ``folder``: ``{name: {"area_um2", "file"}}`` for each :data:`AREA_UNITS` entry whose unit and
+    configuration (the unit's paper configuration with the overrides) a report holds.  A
+    report of another configuration is not used.
+
+    Raises
+    ------
+    FastTimeError
+        ``folder`` is not a folder.
+    """
+    from .. import registry
+    from ..config import load_config
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FastTimeError(f"{folder}: no such folder of `trainfab area` reports")
+    wanted = {}
+    for name, (unit_name, over) in AREA_UNITS.items():
+        unit = registry.get(unit_name)
+        wanted[name] = (unit_name, unit.hardware_config(unit.make_config(load_config(unit),
+                                                                           **over)))
+    found: dict = {}
+    for path in sorted(folder.rglob("area.json")):
+        try:
+            r = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if not isinstance(r, dict) or not isinstance(r.get("area_um2"), (int, float)):
+            continue
+        for name, (unit_name, config) in wanted.items():
+            if r.get("unit") == unit_name and r.get("config") == config and name not in found:
+                found[name] = {"area_um2": float(r["area_um2"]), "file": str(path)}
+    return found
+
+
+def iso_pes(areas: dict) -> dict:
+    """PEs of each MAC array that fit the 256 x 64 fMAC array's area, from :func:`load_areas`'
+    result: ``{array: (PEs, source)}`` for the arrays whose MAC and the fMAC were measured (and
+    FP32 at half the bfloat16 array's, when that one is)."""
+    fmac = areas.get("fMAC")
+    out = {}
+    if fmac is None:
+        return out
+    cells = FAST_ARRAY[0] * FAST_ARRAY[1]
+    for name in ISO_AREA:
+        a = areas.get(name)
+        if a is None:
+            continue
+        pes = int(cells * fmac["area_um2"] * MAC_LANES // a["area_um2"])
+        out[name] = (pes, f"trainfab: 16 MACs {a['area_um2']:,.0f} µm² = "
+                          f"{a['area_um2'] / fmac['area_um2']:.2f}x the fMAC")
+    if "bfloat16" in out:
+        out["FP32"] = (out["bfloat16"][0] // 2, "assumption: half the bfloat16 array's PEs "
+                                                "(trainfab's areas)")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # the study
 
 
-def fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
+#: the run settings that must agree between the runs one study combines
+SAME_RUN_KEYS = ("model", "dataset", "epochs", "batch_size", "seed", "limit", "train_samples",
+                 "test_samples", "hyperparameters")
+
+
+def merge_runs(data: dict, run_dir: Path, extra_runs) -> dict:
+    """``data`` (the main run's ``train.json``) with the formats of ``extra_runs`` (folders of
+    ``trainfab train`` runs) that the main run lacks; each format's ``run`` says which folder it
+    came from.  Runs of another model, data set, schedule or seed are refused (one line)."""
+    fmts = {name: dict(rec, run=str(run_dir)) for name, rec in data["formats"].items()}
+    config = data.get("config") or {}
+    for extra in extra_runs or ():
+        extra = Path(extra)
+        path = extra / "train.json"
+        if not path.is_file():
+            raise FastTimeError(f"{path}: no such file (run trainfab train first)")
+        try:
+            other = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise FastTimeError(f"{path}: not readable JSON ({str(e).splitlines()[0]})") from None
+        if not isinstance(other, dict) or not isinstance(other.get("formats"), dict):
+            raise FastTimeError(f"{path}: no 'formats' table")
+        oc = other.get("config") or {}
+        diff = [k for k in SAME_RUN_KEYS if oc.get(k) != config.get(k)]
+        if diff:
+            k = diff[0]
+            raise FastTimeError(f"{extra}: not comparable with {run_dir}: {k} "
+                                f"{oc.get(k)!r} against {config.get(k)!r}")
+        for name, rec in other["formats"].items():
+            if name not in fmts:
+                fmts[name] = dict(rec, run=str(extra))
+    return dict(data, formats=fmts)
+
+
+def fast_time_study(run_dir: Path, out_dir: Path, *, progress=None, extra_runs=(),
+                    areas=None) -> dict:
     """:func:`_fast_time_study`, with a run whose records do not have the shapes they should
     (an edited or foreign ``train.json``) as one :class:`FastTimeError` naming it."""
     try:
-        return _fast_time_study(run_dir, out_dir, progress=progress)
+        return _fast_time_study(run_dir, out_dir, progress=progress, extra_runs=extra_runs,
+                                areas=areas)
     except FastTimeError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, StopIteration) as e:
@@ -280,7 +409,8 @@ def fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
                             f"priced ({type(e).__name__}: {e})") from None
 
 
-def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
+def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None, extra_runs=(),
+                     areas=None) -> dict:
     """Price a finished run's FAST training on the fMAC array and on the other formats'
     iso-area arrays, find each one's time to accuracy, and write ``fast_time.json``,
     ``fast_time.md`` and ``widths.png`` into ``out_dir`` (module docstring for the model).
@@ -293,6 +423,12 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
         Created if missing.
     progress : callable, optional
         ``progress(message)``, one line per step.
+    extra_runs : sequence of Path
+        Other runs of the same model, data, schedule and seed whose formats the main run lacks
+        (:func:`merge_runs`).
+    areas : Path, optional
+        A folder of ``trainfab area`` reports (:func:`load_areas`) that sizes the iso-area
+        arrays; without it, or for an array it lacks, the paper's size.
 
     Returns
     -------
@@ -312,7 +448,7 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
         See :func:`load_run`; also a ``fast`` run without one complete epoch.
     """
     say = progress or (lambda msg: None)
-    data = load_run(run_dir)
+    data = merge_runs(load_run(run_dir), Path(run_dir), extra_runs)
     fmts = data["formats"]
     fast = fmts["fast"]["format"]
     per = int(fast["iterations_per_epoch"])
@@ -347,11 +483,15 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
 
     # every epoch has the same mini-batch shapes: price epoch 1 of the fast record
     first_epoch = dict(fast, iterations=per)
-    for array, (pes, source) in ISO_AREA.items():
+    measured_areas = load_areas(areas) if areas is not None else {}
+    own = iso_pes(measured_areas)
+    for array, (paper_pes, paper_source) in ISO_AREA.items():
+        pes, source = own.get(array, (paper_pes, paper_source))
         present = [f for f in TRAJECTORY[array] if f in fmts]
         if not present:
             rows.append(_row(array, "mac", pes, source, None, "no trained format to borrow",
                              [], [], None))
+            rows[-1].update(paper_pes=paper_pes, paper_tta_seconds=None)
             continue
         fname = present[0]
         say(f"pricing the {array} array ({pes} PEs) with the {fname} run's accuracies")
@@ -360,6 +500,10 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
         n_ep = max([int(r["epoch"]) for r in recs], default=0)
         note = "measured" if fname == TRAJECTORY[array][0] else "stand-in"
         rows.append(_row(array, "mac", pes, source, fname, note, [one] * n_ep, recs, tacc))
+        at_paper = time_to_accuracy([sum(price_mac(first_epoch, paper_pes))] * n_ep, recs,
+                                    tacc)
+        rows[-1].update(paper_pes=paper_pes, paper_tta_cycles=at_paper["tta_cycles"],
+                        paper_tta_seconds=at_paper["tta_seconds"])
 
     base = next(r for r in rows if r["format"] == "fast" and r["kind"] == "fmac")
     for r in rows:
@@ -368,12 +512,18 @@ def _fast_time_study(run_dir: Path, out_dir: Path, *, progress=None) -> dict:
         r["epoch_speedup_fast"] = (r["cycles_per_epoch"] / base["cycles_per_epoch"]
                                    if r["cycles_per_epoch"] and base["cycles_per_epoch"]
                                    else None)
+        r["paper_tta_speedup_fast"] = (r["paper_tta_cycles"] / base["tta_cycles"]
+                                       if r.get("paper_tta_cycles") and base["tta_cycles"]
+                                       else None)
 
     for r in rows:
         r["own_tta_speedup_fast"] = (r["own_tta_cycles"] / base["own_tta_cycles"]
                                      if r["own_tta_cycles"] and base["own_tta_cycles"]
                                      else None)
-    res = {"run_dir": str(run_dir), "model": (data.get("config") or {}).get("model"),
+    res = {"run_dir": str(run_dir), "extra_runs": [str(r) for r in extra_runs or ()],
+           "runs": {name: rec.get("run") for name, rec in fmts.items()},
+           "areas": measured_areas, "areas_folder": str(areas) if areas is not None else None,
+           "model": (data.get("config") or {}).get("model"),
            "clock_hz": CLOCK_HZ, "target": target, "rows": rows, "fast_work": work,
            "first_to_target": first_to_target(rows), "width_macs": width_work(fast),
            "paper": PAPER, "files": ["fast_time.json", "fast_time.md", "widths.png"]}
@@ -442,24 +592,34 @@ def markdown(res: dict) -> str:
                      f"({t['rule']}; fp32 reached {100 * t['fp32_final']:.2f} %).")
     else:
         lines.append("No fp32 run: no target accuracy, so no time to accuracy.")
-    lines += ["", "| array | PEs | accuracies from | cycles / epoch | µs / epoch "
+    lines += ["", "| array | PEs | size from | accuracies from | cycles / epoch | µs / epoch "
               "| epoch time vs FAST | target at epoch | time to accuracy (µs) "
-              "| TTA vs FAST |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+              "| TTA vs FAST | paper's PEs | TTA vs FAST at the paper's size |",
+              "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["rows"]:
         src = f"`{r['format']}` ({r['format_note']})" if r["format"] else r["format_note"]
         reached = (r["reached_epoch"] if r["reached_epoch"] is not None
                    else ("not reached" if t and r["format"] else "—"))
         cpe = r["cycles_per_epoch"]
+        paper_pes = r.get("paper_pes")
         lines.append(
-            f"| {r['array']} | {r['pes']} | {src} | {_fmt(cpe, '{:,.0f}')} "
+            f"| {r['array']} | {r['pes']:,} | {r['size_source']} | {src} | {_fmt(cpe, '{:,.0f}')} "
             f"| {_fmt(cpe and cpe / res['clock_hz'] * 1e6, '{:.2f}')} "
             f"| {_fmt(r['epoch_speedup_fast'], '{:.2f}x')} | {reached} "
             f"| {_fmt(r['tta_seconds'] and r['tta_seconds'] * 1e6, '{:.2f}')} "
-            f"| {_fmt(r['tta_speedup_fast'], '{:.2f}x')} |")
+            f"| {_fmt(r['tta_speedup_fast'], '{:.2f}x')} "
+            f"| {_fmt(paper_pes, '{:,}')} "
+            f"| {_fmt(r.get('paper_tta_speedup_fast'), '{:.2f}x')} |")
+    areas = res.get("areas") or {}
     lines += ["", "\"vs FAST\": the row's time over the adaptive `fast` run's on its fMAC array "
               "(above 1: FAST is faster). \"accuracies from\": the run whose per-epoch test "
               "accuracies the row uses (a stand-in when the array's own format was not "
-              "trained).", ""]
+              "trained). "
+              + ("Sizes from trainfab's Table IV syntheses (fMAC at m_max = 4: "
+                 f"{areas['fMAC']['area_um2']:,.0f} µm²) where measured, the paper's otherwise."
+                 if "fMAC" in areas else
+                 "Sizes: the paper's (no trainfab areas given: `--areas DIR` with the reports "
+                 "of " + "; ".join(f"`{c}`" for c in area_commands()) + ")."), ""]
     first = res.get("first_to_target") or []
     if first:
         a, f, note, sec = first[0]
@@ -510,8 +670,10 @@ def markdown(res: dict) -> str:
               "FAST: 256 x 64 fMACs, a pair of 16-value groups with mx- and my-bit magnitudes "
               "takes (mx/2)(my/2) cycles of one fMAC; widths as the run chose them per layer, "
               "tensor and iteration.",
-              "Other arrays: one MAC per PE per cycle, the paper's iso-area sizes; the FP32 "
-              "array's size (half the bfloat16 array's PEs) is an assumption.",
+              "Other arrays: one MAC per PE per cycle, sized to the fMAC array's area by "
+              "trainfab's syntheses of the fMAC and the 16-MAC units (MAC for MAC) where "
+              "given, by the paper's sizes otherwise; the FP32 array's size (half the "
+              "bfloat16 array's PEs) is an assumption.",
               "Arrays of formats that were not trained borrow the accuracies of the closest "
               "trained format (column \"accuracies from\"), which credits them with that "
               "format's accuracy.", "",
