@@ -68,10 +68,24 @@ LIMIT_RANGE = (10, 10**7)
 
 
 def _formats():
-    """Every format ``--formats`` accepts: the paper formats, then the ablations."""
-    from .formats import ABLATIONS, FORMATS
+    """Every format ``--formats`` accepts: the paper formats, then the ablations (iterating
+    lists these), and the parametric variants (``in`` and ``[]`` take them)."""
+    from .formats import known
 
-    return {**FORMATS, **ABLATIONS}
+    return known()
+
+
+def _unknown(name: str) -> FlowError:
+    """The error for a format name ``--formats`` does not take: a variant's own message when
+    the name has a variant's form with a parameter out of range."""
+    from .formats import VARIANTS, variant
+
+    try:
+        variant(name)
+    except ValueError as e:
+        return FlowError(str(e))
+    return FlowError(f"unknown format {name!r}; known formats: {', '.join(_formats())}; "
+                     f"variants: {'; '.join(VARIANTS)}")
 
 
 def _all_formats() -> tuple:
@@ -146,7 +160,7 @@ def parse_formats(text: str) -> tuple[str, ...]:
         raise FlowError("--formats is empty; known formats: " + ", ".join(known))
     for n in names:
         if n not in known:
-            raise FlowError(f"unknown format {n!r}; known formats: {', '.join(known)}")
+            raise _unknown(n)
     seen = []
     for n in names:
         if n in seen:
@@ -167,8 +181,7 @@ def parse_stop_after(text: str) -> tuple[tuple[str, int], ...]:
             raise FlowError(f"--stop-after takes FORMAT=EPOCH items, not {item!r} "
                             "(e.g. --stop-after fpraker=1)")
         if name not in _formats():
-            raise FlowError(f"--stop-after: unknown format {name!r}; known formats: "
-                            f"{', '.join(_formats())}")
+            raise FlowError(f"--stop-after: {_unknown(name)}")
         if name in dict(out):
             raise FlowError(f"--stop-after names format {name!r} twice")
         out.append((name, int(value)))
@@ -201,7 +214,7 @@ def validate(opts: TrainOptions):
     formats = opts.formats or _all_formats()
     for n in formats:
         if n not in _formats():
-            raise FlowError(f"unknown format {n!r}; known formats: {', '.join(_formats())}")
+            raise _unknown(n)
     _check_range("--epochs", opts.epochs, *EPOCHS_RANGE)
     _check_range("--batch-size", opts.batch_size, *BATCH_RANGE)
     _check_range("-j/--jobs", opts.jobs, *JOBS_RANGE)

@@ -16,6 +16,10 @@ schrodinger Quantum Mantissa + Quantum Exponent stashes (learned bitlengths), Ge
 bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
 
+Parametric variants (:data:`VARIANTS`, for sweeps; trained only when named): ``hbfp<m>-t<T>`` and
+``hbfp<m>-t<T>-w<W>`` (HBFP at any mantissa width, block size and weight storage) and
+``fast-a<alpha>-b<beta>`` (Algorithm 1 with other constants).
+
 Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
 quantization in every GEMM), ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only) and
 ``fast-low-g4`` (LowBFP with 4-bit gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand
@@ -33,4 +37,50 @@ FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **lanes.FORM
 #: (``--formats hbfp8,hbfp8-rne-wgrad``), never by ``--formats all``
 ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS, **lanes.ABLATIONS}
 
-__all__ = ["FORMATS", "ABLATIONS", "KINDS", "PHASES", "Format", "LayerInfo", "RunInfo"]
+#: the parametric families of ``--formats`` (sweeps), one line each for the error messages
+VARIANTS = ("hbfp<m>-t<T>[-w<W>] (HBFP with m-bit mantissas, blocks of T, W-bit weight "
+            "storage)", "fast-a<alpha>-b<beta> (FAST with Algorithm 1's alpha and beta)")
+
+
+def variant(name: str):
+    """The class of a parametric format name (:data:`VARIANTS`), or None when ``name`` is not
+    of such a form.  A parameter out of range is a one-line ``ValueError``."""
+    for family in (hbfp, fast):
+        cls = family.variant(name)
+        if cls is not None:
+            return cls
+    return None
+
+
+class Known(dict):
+    """The formats ``--formats`` accepts: :data:`FORMATS`, then :data:`ABLATIONS` (iterating
+    lists these), and any :func:`variant` name (``in`` and ``[]`` accept them)."""
+
+    def __missing__(self, name):
+        cls = variant(name) if isinstance(name, str) else None
+        if cls is None:
+            raise KeyError(name)
+        return cls
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except (KeyError, ValueError):
+            return default
+
+    def __contains__(self, name):
+        if dict.__contains__(self, name):
+            return True
+        try:
+            return isinstance(name, str) and variant(name) is not None
+        except ValueError:
+            return False
+
+
+def known() -> Known:
+    """Every format name ``trainfab train`` accepts (:class:`Known`)."""
+    return Known({**FORMATS, **ABLATIONS})
+
+
+__all__ = ["FORMATS", "ABLATIONS", "VARIANTS", "KINDS", "PHASES", "Format", "LayerInfo",
+           "RunInfo", "variant", "known", "Known"]

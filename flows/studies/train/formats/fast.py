@@ -68,6 +68,8 @@ run's GEMM with a non-finite operand returns all NaN, so that the engine reports
 its widths are not recorded.
 """
 
+import re
+
 import numpy as np
 
 from golden.fast.numerics import (
@@ -161,6 +163,8 @@ class FAST(Format):
     paper = ("FAST Table II: FAST within 0.1 points of FP32 on CNNs "
              "(ResNet-18 top-1 68.52 vs 68.60)")
     fixed_m: int | None = None
+    #: Eq. 1's constants
+    alpha, beta = ALPHA, BETA
     #: per-tensor fixed widths (``{"w", "a", "g"}`` → bits), overriding the choice in training
     #: steps (the ``fast-low-g4`` ablation); None: :attr:`fixed_m` or Algorithm 1
     fixed_by_tensor: dict | None = None
@@ -202,7 +206,7 @@ class FAST(Format):
         ``i``: :data:`fixed_m`, or ``choose_m(r, epsilon(l, i, L, I, ALPHA, BETA))``."""
         if self.fixed_m is not None:
             return self.fixed_m
-        return choose_m(r, epsilon(l, i, self.L, self.I, ALPHA, BETA))
+        return choose_m(r, epsilon(l, i, self.L, self.I, self.alpha, self.beta))
 
     def _new_epoch(self):
         self._ep = {"sum": {t: dict.fromkeys(self.layers, 0) for t in TENSORS},
@@ -388,7 +392,7 @@ class FAST(Format):
             "algorithm": {"adaptive": self.fixed_m is None, "fixed_m": self.fixed_m,
                           **({"fixed_by_tensor": dict(self.fixed_by_tensor)}
                              if self.fixed_by_tensor is not None else {}),
-                          "alpha": ALPHA, "beta": BETA, "L": self.L, "I": self.I,
+                          "alpha": self.alpha, "beta": self.beta, "L": self.L, "I": self.I,
                           "group": GROUP, "array": list(self.array) if self.array else None,
                           "fmac_mode": self.fmac_mode, "quant_m": self.quant_m,
                           "roundings": self.roundings or DEFAULT_ROUNDING},
@@ -529,6 +533,35 @@ class FASTLowG4(FASTLow):
     fixed_by_tensor = {"w": 2, "a": 2, "g": 4}
 
 
+#: the range of a variant's alpha and beta (:func:`variant`)
+VARIANT_RANGE = (0.0, 2.0)
+
+
+def variant(name: str):
+    """The class of the FAST variant ``name``: ``fast-a<alpha>-b<beta>``, Algorithm 1 with
+    Eq. 1's constants ``alpha`` and ``beta`` (decimal numbers, e.g. ``fast-a0.4-b0.3``), for the
+    alpha/beta sweep; None for a name of another form.
+
+    Raises
+    ------
+    ValueError
+        ``alpha`` or ``beta`` outside 0..2; one line.
+    """
+    match = re.fullmatch(r"fast-a(\d+(?:\.\d+)?)-b(\d+(?:\.\d+)?)", name)
+    if match is None:
+        return None
+    alpha, beta = float(match[1]), float(match[2])
+    lo, hi = VARIANT_RANGE
+    if not (lo <= alpha <= hi and lo <= beta <= hi):
+        raise ValueError(f"format {name!r}: alpha {alpha:g} or beta {beta:g} outside 0..2")
+    return type(f"FAST_{alpha:g}_{beta:g}", (FAST,), {
+        "name": name, "alpha": alpha, "beta": beta,
+        "summary": f"FAST with Algorithm 1's alpha {alpha:g} and beta {beta:g} (a sweep "
+                   "variant)",
+        "paper": "FAST §VI: alpha 0.6, beta 0.3 for all DNNs",
+        "__module__": __name__})
+
+
 #: format name → class
 FORMATS = {"fast": FAST, "fast-low": FASTLow, "mid-bfp": MidBFP, "fast-high": FASTHigh,
            "msfp12": MSFP12}
@@ -537,4 +570,4 @@ ABLATIONS = {"fast-low-g4": FASTLowG4}
 
 __all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "FASTLowG4",
            "FastFormatError", "ALPHA", "BETA", "ARRAY", "FMAC_MODE", "TENSORS", "NOT_CHOSEN",
-           "lane_states_for", "narrow", "datapath", "group_pairs", "width_table"]
+           "lane_states_for", "narrow", "datapath", "group_pairs", "width_table", "variant"]

@@ -41,6 +41,8 @@ Non-finite operands
     is, so the engine reports the divergence.
 """
 
+import re
+
 import numpy as np
 
 from golden.common import bf16_to_float
@@ -96,19 +98,24 @@ def store_tiles(w: np.ndarray, T: int = T, wide: int = WIDE) -> np.ndarray:
 
 
 class HBFP(Format):
-    """HBFP with ``m``-bit mantissas, blocks of :data:`T`, an :func:`acc_bits` accumulator and
-    :data:`WIDE`-bit weight storage (module docstring)."""
+    """HBFP with ``m``-bit mantissas, blocks of :attr:`block`, an :func:`acc_bits` accumulator
+    and :attr:`wide`-bit weight storage (module docstring)."""
 
     name = "hbfp"
     cost = 6.0
     #: mantissa bits of the dot products
     m = 8
+    #: block size T (row segments of T, T x T weight tiles)
+    block = T
+    #: mantissa bits of the weight storage (``m``: the weights are stored as the dot products
+    #: read them, without the wide storage)
+    wide = WIDE
     #: the quantizer's rounding of both operands, per phase (Equinox's: ``floor`` everywhere)
     rounding = {"fwd": "floor", "bwd_data": "floor", "wgrad": "floor"}
 
     def __init__(self, run):
         super().__init__(run)
-        self.T = T
+        self.T = self.block
         self.A = acc_bits(self.m, self.T)
 
     def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
@@ -123,10 +130,10 @@ class HBFP(Format):
     def store_weight(self, w: np.ndarray, layer: str) -> np.ndarray:
         if not np.isfinite(w).all():
             return w
-        return store_tiles(w, self.T, WIDE)
+        return store_tiles(w, self.T, self.wide)
 
     def summary_record(self) -> dict:
-        rec = {"m": self.m, "T": self.T, "A": self.A, "wide": WIDE}
+        rec = {"m": self.m, "T": self.T, "A": self.A, "wide": self.wide}
         if self.rounding != HBFP.rounding:      # an ablation says how it rounds
             rec["rounding"] = dict(self.rounding)
         return rec
@@ -171,10 +178,44 @@ class HBFP8RNEWgrad(HBFP8):
     paper = "not a paper format: Equinox quantizes with floor"
 
 
+#: the ranges of the variants' parameters (:func:`variant`)
+VARIANT_M = (4, 16)
+VARIANT_T = (1, 4096)
+
+
+def variant(name: str):
+    """The class of the HBFP variant ``name``: ``hbfp<m>-t<T>`` (``m``-bit mantissas in blocks
+    of ``T``, the 16-bit wide weight storage) or ``hbfp<m>-t<T>-w<W>`` (``W``-bit weight
+    storage; ``W = m`` stores the weights as the dot products read them, no wide storage), for
+    the sweeps of the thesis's Tables 3.1/3.2 and Fig. 3.3; None for a name of another form.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (``m`` 4..16, ``T`` 1..4096, ``m <= W <= 24``); one line.
+    """
+    match = re.fullmatch(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?", name)
+    if match is None:
+        return None
+    m, block = int(match[1]), int(match[2])
+    wide = int(match[3]) if match[3] else WIDE
+    if not (VARIANT_M[0] <= m <= VARIANT_M[1] and VARIANT_T[0] <= block <= VARIANT_T[1]
+            and m <= wide <= 24):
+        raise ValueError(f"format {name!r}: m {m} (4..16), T {block} (1..4096) or weight "
+                         f"storage {wide} bits (m..24) out of range")
+    storage = ("the weights stored as read" if wide == m else f"{wide}-bit weight storage")
+    return type(f"HBFP_{m}_{block}_{wide}", (HBFP,), {
+        "name": name, "m": m, "block": block, "wide": wide,
+        "summary": f"HBFP: {m}-bit mantissas in blocks of {block}, {acc_bits(m, block)}-bit "
+                   f"accumulators, bfloat16 results, {storage} (a sweep variant)",
+        "paper": "HBFP thesis Tables 3.1/3.2: accuracy against mantissa width and block size",
+        "__module__": __name__})
+
+
 #: format name → class
 FORMATS = {"hbfp8": HBFP8, "hbfp12": HBFP12}
 #: ablations: trained only when named (``--formats``), not by ``all``
 ABLATIONS = {"hbfp8-rne": HBFP8RNE, "hbfp8-rne-wgrad": HBFP8RNEWgrad}
 
 __all__ = ["FORMATS", "ABLATIONS", "HBFP", "HBFP8", "HBFP12", "HBFP8RNE", "HBFP8RNEWgrad", "T", "WIDE", "EQUINOX_ACC", "acc_bits",
-           "store_tiles"]
+           "store_tiles", "variant"]

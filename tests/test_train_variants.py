@@ -1,0 +1,75 @@
+"""The parametric formats of ``trainfab train`` (the sweeps' ``hbfp<m>-t<T>[-w<W>]`` and
+``fast-a<alpha>-b<beta>``): names parse into classes with those parameters, out-of-range
+parameters are one-line errors, the variants compute what their parameters say."""
+
+import numpy as np
+import pytest
+
+from flows import FlowError
+from flows.studies.train.formats import Known, known, variant
+from flows.studies.train.formats.base import LayerInfo, RunInfo
+from flows.studies.train.formats.fast import FAST
+from flows.studies.train.formats.hbfp import HBFP, WIDE, acc_bits, store_tiles
+from flows.studies.train.run import parse_formats, parse_stop_after
+from golden.equinox.hbfp_kernel import hbfp_matmul_fast
+from golden.common import bf16_to_float
+from golden.fast.numerics import choose_m, epsilon
+
+RUN = RunInfo(layers=(LayerInfo("l1", "linear", (40, 24)), LayerInfo("l2", "linear", (24, 5))),
+              epochs=2, iterations=3, seed=1)
+
+
+def test_hbfp_variants_carry_their_parameters():
+    cls = variant("hbfp6-t64")
+    assert issubclass(cls, HBFP) and (cls.m, cls.block, cls.wide) == (6, 64, WIDE)
+    narrow = variant("hbfp6-t64-w6")
+    assert (narrow.m, narrow.block, narrow.wide) == (6, 64, 6)
+    fmt = narrow(RUN)
+    assert (fmt.T, fmt.A) == (64, acc_bits(6, 64))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((7, 40)).astype(np.float32)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    ref = bf16_to_float(hbfp_matmul_fast(x, w, 64, 6, acc_bits(6, 64), "floor"))
+    assert np.array_equal(fmt.matmul(x, w, "fwd", "l1"), np.asarray(ref))
+    # the weights stored at 6 bits, not 16: coarser than the wide storage
+    assert np.array_equal(fmt.store_weight(w, "l1"), store_tiles(w, 64, 6))
+    assert not np.array_equal(store_tiles(w, 64, 6), store_tiles(w, 64, WIDE))
+    assert fmt.summary_record() == {"m": 6, "T": 64, "A": acc_bits(6, 64), "wide": 6}
+
+
+def test_fast_variants_use_their_alpha_and_beta():
+    cls = variant("fast-a0.4-b0.15")
+    assert issubclass(cls, FAST) and (cls.alpha, cls.beta) == (0.4, 0.15)
+    fmt = cls(RUN)
+    for r in (0.05, 0.2, 0.3):
+        for l, i in ((1, 1), (2, 6)):
+            assert fmt.choose(r, l, i) == choose_m(r, epsilon(l, i, 2, 6, 0.4, 0.15))
+    assert fmt.summary_record()["algorithm"]["alpha"] == 0.4
+    # the paper's constants differ from the variant's somewhere
+    paper = FAST(RUN)
+    assert any(paper.choose(r, 1, 1) != fmt.choose(r, 1, 1) for r in (0.3, 0.45, 0.55))
+
+
+@pytest.mark.parametrize("name, match", [
+    ("hbfp3-t16", "m 3 .4..16."), ("hbfp8-t0", "T 0"), ("hbfp8-t16-w4", "weight storage 4"),
+    ("fast-a2.5-b0.3", "alpha 2.5 or beta 0.3 outside 0..2"),
+])
+def test_out_of_range_variants_are_one_line_errors(name, match):
+    with pytest.raises(ValueError, match=match):
+        variant(name)
+    with pytest.raises(FlowError, match=match) as e:
+        parse_formats(f"fp32,{name}")
+    assert "\n" not in str(e.value)
+
+
+def test_known_lists_the_named_formats_and_accepts_variants():
+    k = known()
+    assert isinstance(k, Known)
+    assert "hbfp6-t64" in k and "fast-a0.5-b0.3" in k and "hbfp3-t16" not in k
+    assert "hbfp6-t64" not in list(k)                  # listing gives the named formats
+    assert k.get("hbfp6-t64").m == 6 and k.get("nothing") is None and k.get("hbfp3-t16") is None
+    assert parse_formats("fp32,hbfp6-t64") == ("fp32", "hbfp6-t64")
+    assert parse_stop_after("hbfp6-t64=1") == (("hbfp6-t64", 1),)
+    with pytest.raises(FlowError, match="variants: hbfp<m>-t<T>"):
+        parse_formats("hbfp8-floor")
+    assert variant("bf16") is None and variant("fast-low") is None
