@@ -24,6 +24,9 @@
 #                   hfp8, fp16, mid-bfp, msfp12) train lenet the same way, trainfab's Table IV
 #                   areas size the iso-area arrays, FAST's time to accuracy against every
 #                   array's own run; the Table II part of docs/training.md (about 35 minutes)
+#   make training-sweeps  HBFP's mantissa x block size x weight storage and FAST's alpha x
+#                   beta, lenet on 12,000 Fashion-MNIST images; the sweeps part of
+#                   docs/training.md (about 35 minutes)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
 #   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies
@@ -42,7 +45,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := iverilog yosys opensta qflow-tech-osu018 dataset-fashion-mnist
 JOBS ?= 2
 
-.PHONY: all setup debian demo paper timing test test-full bench training training-baselines training-digits studies docs clean
+.PHONY: all setup debian demo paper timing test test-full bench training training-baselines training-sweeps training-digits studies docs clean
 
 all: demo
 
@@ -137,6 +140,22 @@ training-baselines: setup
 	@echo "make training-baselines [3/3]: FAST's time to accuracy against every array's own run, and docs/training.md"
 	$(TF) study fast-time $(TRAIN_DIR)/lenet --with $(TRAIN_DIR)/lenet-baselines \
 	  --areas $(TRAIN_DIR)/areas -o $(TRAIN_DIR)/lenet-baselines/fast-time
+	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
+
+comma := ,
+empty :=
+space := $(empty) $(empty)
+SWEEP_LIMIT := 12000
+HBFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,4 6 8 10 12,$(foreach t,16 64 576,hbfp$(m)-t$(t) hbfp$(m)-t$(t)-w$(m))))
+FAST_SWEEP := fp32,$(subst $(space),$(comma),$(foreach a,0.4 0.6 0.8,$(foreach b,0.15 0.3 0.45,fast-a$(a)-b$(b))))
+
+training-sweeps: setup
+	@echo "make training-sweeps [1/2]: HBFP, mantissa 4-12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 20 min)"
+	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
+	  --formats $(HBFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/hbfp
+	@echo "make training-sweeps [2/2]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 15 min)"
+	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
+	  --formats $(FAST_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/fast
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
 
 training-digits: setup

@@ -103,3 +103,28 @@ def test_table_ii_part_combines_the_two_lenet_runs(tmp_path):
     (tmp_path / "lenet" / "train.json").unlink()
     alone = "\n".join(report.kept_part(report.build(tmp_path), "table-ii"))
     assert "| not trained |" in alone or "not trained" in alone
+
+
+def test_sweeps_part_tables(tmp_path):
+    """The HBFP grid (rows m, columns T, wide / narrow storage and the gain) and the FAST
+    alpha x beta grid (accuracy, 4-bit share from the width record, fMAC work against
+    HighBFP from the rounds)."""
+    _run(tmp_path / "sweeps", "hbfp", {"fp32": 0.90, "hbfp4-t16": 0.80, "hbfp4-t16-w4": 0.75,
+                                       "hbfp8-t16": 0.88, "hbfp8-t64-w8": 0.86}, train=9600,
+         test=2400)
+    _run(tmp_path / "sweeps", "fast", {"fp32": 0.90, "fast-a0.6-b0.3": 0.89,
+                                       "fast-a0.4-b0.3": 0.88}, train=9600, test=2400)
+    doc = json.loads((tmp_path / "sweeps" / "fast" / "train.json").read_text())
+    doc["formats"]["fast-a0.6-b0.3"]["format"] = {
+        "widths": {"w": {"l": "2244"}, "a": {"l": "4444"}, "g": {"l": "22-2"}},
+        "fmac_rounds": {"fwd": 30, "bwd_data": 10, "wgrad": 0},
+        "group_pairs": {"fwd": 10, "bwd_data": 10, "wgrad": 0}}
+    (tmp_path / "sweeps" / "fast" / "train.json").write_text(json.dumps(doc))
+    part = "\n".join(report.kept_part(report.build(tmp_path), "sweeps"))
+    assert "| mantissa bits | T = 16 | T = 64 |" in part
+    assert "| 4 | 80.00 % / 75.00 % (+5.00) | — / — |" in part
+    assert "| 8 | 88.00 % / — | — / 86.00 % |" in part
+    # 6 of 11 recorded choices are 4-bit; 40 rounds over 4 x 20 pairs = 0.50x
+    assert "89.00 % (-1.00); 55 % 4-bit; 0.50x" in part
+    assert "| 0.4 | 88.00 % (-2.00); — 4-bit; — |" in part
+    assert "alpha = 0.6, beta = 0.3" in part

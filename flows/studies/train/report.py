@@ -54,6 +54,8 @@ TABLE_II = (
 )
 #: the folder of ``make training-baselines``' lenet run, under the build folder
 BASELINES = "lenet-baselines"
+#: the runs of ``make training-sweeps``, under ``sweeps/`` of the build folder
+SWEEPS = ("hbfp", "fast")
 
 #: published float32 accuracies of comparable networks on Fashion-MNIST's official test set,
 #: from the benchmark table of the data set's README (Xiao, Rasul and Vollgraf, 2017; shipped
@@ -375,6 +377,40 @@ def baselines_part(build_dir: Path, docs: dict) -> list[str]:
     return lines
 
 
+def sweeps_part(build_dir: Path, docs: dict) -> list[str]:
+    """The sensitivity sweeps (:mod:`.sweeps`): HBFP's mantissa x block size x storage and
+    FAST's alpha x beta, from ``sweeps/hbfp`` and ``sweeps/fast``."""
+    from .sweeps import fast_table, hbfp_table
+
+    cfg = next(iter(docs.values()))["config"]
+    lines = [
+        "<!-- part: sweeps -->",
+        "## Sensitivity sweeps on Fashion-MNIST",
+        "",
+        f"Generated on {machine()}; {_versions()}. `{cfg['model']}` on "
+        f"{cfg['train_samples']:,} training and {cfg['test_samples']:,} test images of "
+        f"Fashion-MNIST (`--limit {cfg['limit']}`), {cfg['epochs']} epochs, {_hyper(cfg)}: a "
+        "smaller budget than the Table II runs, so that the grids fit; compare cells with "
+        "each other and with this page's fp32, not with the full runs. Commands "
+        "(`make training-sweeps`):",
+        "",
+        "```",
+    ]
+    for name, doc in docs.items():
+        c = doc["config"]
+        lines.append(f"trainfab train --model {c['model']} --dataset fashion-mnist --limit "
+                     f"{c['limit']} --epochs {c['epochs']} --formats {','.join(c['formats'])} "
+                     f"-o build/training/sweeps/{name}")
+    lines += ["```", ""]
+    if "hbfp" in docs:
+        lines += ["### HBFP: mantissa width x block size, with and without the wide weight "
+                  "storage", "", *hbfp_table(docs["hbfp"]), ""]
+    if "fast" in docs:
+        lines += ["### FAST: Algorithm 1's alpha x beta", "", *fast_table(docs["fast"]), ""]
+    lines.append("<!-- end of part: sweeps -->")
+    return lines
+
+
 def kept_part(old: str | None, name: str) -> list[str] | None:
     """Part ``name`` of the page ``old`` (its marker lines included), or None."""
     if old is None:
@@ -393,15 +429,19 @@ def build(build_dir: Path, old: str | None = None) -> str:
     if baselines:
         baselines = {**_load(build_dir, ("lenet",)), **baselines}
     digits = _load(build_dir / "digits", DIGITS_MODELS)
-    if not fashion and not digits and not baselines:
+    sweeps = _load(build_dir / "sweeps", SWEEPS)
+    if not fashion and not digits and not baselines and not sweeps:
         raise FlowError(f"{build_dir}: no train.json of {', '.join(MODELS)} (make training), "
-                        f"{BASELINES} (make training-baselines) or of "
+                        f"{BASELINES} (make training-baselines), sweeps/{{{','.join(SWEEPS)}}} "
+                        f"(make training-sweeps) or of "
                         f"digits/{{{','.join(DIGITS_MODELS)}}} (make training-digits)")
     parts = []
     for name, docs, make in (("fashion-mnist", fashion, fashion_part),
                              ("table-ii", baselines, baselines_part),
+                             ("sweeps", sweeps, sweeps_part),
                              ("digits", digits, digits_part)):
-        part = make(build_dir / ("digits" if name == "digits" else ""), docs) if docs else \
+        part = make(build_dir / ({"digits": "digits", "sweeps": "sweeps"}.get(name, "")),
+                    docs) if docs else \
             kept_part(old, name)
         if part is not None:
             parts += [*part, ""]
