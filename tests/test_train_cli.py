@@ -117,7 +117,7 @@ def test_capture_feeds_the_speedup_study_per_phase(all_formats, tmp_path, capsys
     (["--formats", "hbfp8-floor"], "known formats: fp32, bf16, int8, int12, hfp8, fp16, "
                                    "fpraker, hbfp8, hbfp12, fast, fast-low, mid-bfp, fast-high, "
                                    "msfp12, schrodinger, bitwave, hbfp8-rne, hbfp8-rne-wgrad, "
-                                   "fast-low-g4, hfp8-e4m2"),
+                                   "fast-low-g4, msfp12-sr, hfp8-e4m2"),
     (["--epochs", "0"], "--epochs: '0' is not an integer from 1 to 1,000"),
     (["--batch-size", "0"], "--batch-size: '0' is not an integer from 1 to 4,096"),
     (["--seed", "-1"], "--seed: '-1' is not an integer from 0 to 4,294,967,295"),

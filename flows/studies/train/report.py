@@ -215,8 +215,10 @@ def fashion_part(build_dir: Path, docs: dict) -> list[str]:
         "Commands (`make training`):",
         "",
         "```",
-        "trainfab train --model lenet --dataset fashion-mnist --formats all --epochs 3 "
-        "--stop-after fpraker=1 --capture build/training/lenet/capture -o build/training/lenet",
+        "trainfab train --model lenet --dataset fashion-mnist --formats "
+        + (",".join(docs["lenet"]["config"]["formats"]) if "lenet" in docs else "FORMATS")
+        + " --epochs 3 --stop-after fpraker=1 --capture build/training/lenet/capture "
+        "-o build/training/lenet",
         "trainfab speedup build/training/lenet/capture/fpraker -o build/training/lenet/speedup",
         "trainfab study fast-time build/training/lenet -o build/training/lenet/fast-time",
         "trainfab speedup build/training/lenet/capture/fpraker --max-rows 128 "

@@ -22,7 +22,8 @@ Parametric variants (:data:`VARIANTS`, for sweeps; trained only when named): ``h
 
 Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
 quantization in every GEMM), ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only) and
-``fast-low-g4`` (LowBFP with 4-bit gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand
+``fast-low-g4`` (LowBFP with 4-bit gradients), ``msfp12-sr`` (MSFP-12 with stochastically rounded
+gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand
 for every tensor).
 """
 

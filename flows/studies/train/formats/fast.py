@@ -523,6 +523,17 @@ class MSFP12(FAST):
     roundings = {phase: ("rne", "rne") for phase in PHASES}
 
 
+class MSFP12SR(MSFP12):
+    """MSFP-12 with FAST's stochastic rounding (8 random bits from the lanes) for the
+    gradients, round to nearest for weights and activations: an ablation that shows what the
+    gradients' rounding does to MSFP-12's training (docs/papers.md)."""
+
+    name = "msfp12-sr"
+    summary = "MSFP-12 with stochastically rounded gradients (an ablation)"
+    paper = "not a paper format: MSFP rounds to nearest"
+    roundings = {"fwd": ("rne", "rne"), "bwd_data": ("sr", "rne"), "wgrad": ("rne", "sr")}
+
+
 class FASTLowG4(FASTLow):
     """LowBFP with 4-bit gradients (2-bit weights and activations): an ablation that shows
     which tensor's 2-bit magnitudes a LowBFP run does not survive (docs/papers.md)."""
@@ -566,8 +577,8 @@ def variant(name: str):
 FORMATS = {"fast": FAST, "fast-low": FASTLow, "mid-bfp": MidBFP, "fast-high": FASTHigh,
            "msfp12": MSFP12}
 #: ablations: trained only when named (``--formats``), not by ``all``
-ABLATIONS = {"fast-low-g4": FASTLowG4}
+ABLATIONS = {"fast-low-g4": FASTLowG4, "msfp12-sr": MSFP12SR}
 
-__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "FASTLowG4",
+__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "MSFP12SR", "FASTLowG4",
            "FastFormatError", "ALPHA", "BETA", "ARRAY", "FMAC_MODE", "TENSORS", "NOT_CHOSEN",
            "lane_states_for", "narrow", "datapath", "group_pairs", "width_table", "variant"]
