@@ -11,7 +11,7 @@ import pytest
 
 from flows.studies.train.formats import ABLATIONS, FORMATS
 from flows.studies.train.formats.base import PHASES, LayerInfo, RunInfo
-from flows.studies.train.formats.fast import ARRAY, MSFP12, MidBFP, lane_states_for
+from flows.studies.train.formats.fast import ARRAY, MSFP12, MSFP12SR, MidBFP, lane_states_for
 from flows.studies.train.formats.lanes import FP16, HFP8, INT8, INT12, HFP8E4M2, LaneFormat
 from golden.baseline.gemm import (float_gemm_reference, float_quantize, int_gemm_reference,
                                   int_quantize)
@@ -112,7 +112,7 @@ def bfp_reference(fmt, x, y, phase, rng):
     return gemm_quantized(*wide, phase, fmt.fmac_mode, fmt.array).view(np.float32)
 
 
-@pytest.mark.parametrize("cls", [MidBFP, MSFP12])
+@pytest.mark.parametrize("cls", [MidBFP, MSFP12, MSFP12SR])
 def test_bfp_formats_equal_the_fmac_reference(cls):
     """One training iteration (fwd, bwd_data, wgrad) twice: each GEMM equals the reference with
     the LFSR draws taken in the same order; mid-bfp on FAST's array tiling with SR gradients,
@@ -131,9 +131,9 @@ def test_bfp_formats_equal_the_fmac_reference(cls):
     rec = fmt.end_epoch(1)
     assert rec["mean_widths"]["l1"] == {"w": 3, "a": 3, "g": 3}
     assert rec["share_4bit"] is None and rec["mean_r"]["l1"]["w"] is None
-    rounds = 1 if cls is MSFP12 else 4
+    rounds = 1 if issubclass(cls, MSFP12) else 4
     assert rec["fmac_rounds"] == {p: rounds * n for p, n in rec["group_pairs"].items()}
-    assert (cls.array, cls.fmac_mode) == ((None, "exact") if cls is MSFP12 else (ARRAY, "paper"))
+    assert (cls.array, cls.fmac_mode) == ((None, "exact") if issubclass(cls, MSFP12) else (ARRAY, "paper"))
 
 
 def test_msfp12_rounds_to_nearest_and_mid_bfp_truncates():
