@@ -133,7 +133,8 @@ def test_bfp_formats_equal_the_fmac_reference(cls):
     assert rec["share_4bit"] is None and rec["mean_r"]["l1"]["w"] is None
     rounds = 1 if issubclass(cls, MSFP12) else 4
     assert rec["fmac_rounds"] == {p: rounds * n for p, n in rec["group_pairs"].items()}
-    assert (cls.array, cls.fmac_mode) == ((None, "exact") if issubclass(cls, MSFP12) else (ARRAY, "paper"))
+    expect = (None, "exact") if issubclass(cls, MSFP12) else (ARRAY, "paper")
+    assert (cls.array, cls.fmac_mode) == expect
 
 
 def test_msfp12_rounds_to_nearest_and_mid_bfp_truncates():
