@@ -18,9 +18,9 @@
 #                   fields, test configurations, ports); make test checks they are current
 #   make training   Fashion-MNIST: the designs' formats, fp32 and bf16 train lenet on the
 #                   60,000 images, fp32 and bf16 train resnet on 20,000; FPRaker's speedup and
-#                   FAST's time on the
-#                   captured GEMMs, the HBFP error study; writes docs/training.md (about 70
-#                   minutes on 2 cores, under 2 GB of memory and 200 MB of captures)
+#                   FAST's time on the captured GEMMs, the HBFP error study; writes
+#                   docs/training.md (about 70 minutes on 2 cores, under 2 GB of memory and
+#                   200 MB of captures)
 #   make training-baselines  after make training: FAST Table II's other formats (int8, int12,
 #                   hfp8, fp16, mid-bfp, msfp12) train lenet the same way, trainfab's Table IV
 #                   areas size the iso-area arrays, FAST's time to accuracy against every
