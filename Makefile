@@ -149,14 +149,18 @@ space := $(empty) $(empty)
 SWEEP_LIMIT := 12000
 HBFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,4 6 8 10 12,$(foreach t,16 64 576,hbfp$(m)-t$(t) hbfp$(m)-t$(t)-w$(m))))
 FAST_SWEEP := fp32,$(subst $(space),$(comma),$(foreach a,0.4 0.6 0.8,$(foreach b,0.15 0.3 0.45,fast-a$(a)-b$(b))))
+BFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,2 3 4 5,$(foreach g,8 16 32,bfp-m$(m)-g$(g))))
 
 training-sweeps: setup
-	@echo "make training-sweeps [1/2]: HBFP, mantissa 4-12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 20 min)"
+	@echo "make training-sweeps [1/3]: HBFP, mantissa 4-12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 20 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(HBFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/hbfp
-	@echo "make training-sweeps [2/2]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 15 min)"
+	@echo "make training-sweeps [2/3]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 15 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(FAST_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/fast
+	@echo "make training-sweeps [3/3]: FAST's datapath, width 2-5 x group 8/16/32 (Fig. 20), lenet on $(SWEEP_LIMIT) images (about 20 min)"
+	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
+	  --formats $(BFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/bfp
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
 
 training-digits: setup

@@ -148,3 +148,40 @@ def test_inputs_the_reference_refuses_or_handles_apart():
         ref = gemm_quantized(xq, yq, "fwd", mode)
         assert ref[0, 0] == 0x21900000       # 16 * 3 * 3 * 2**((1 - 6 - 128) + (200 - 6 - 128))
         assert np.array_equal(gemm_quantized_fast(xq, yq, "fwd", mode), ref)
+
+
+@pytest.mark.parametrize("group", [8, 32, 5])
+def test_other_group_sizes_give_the_reference_bits(group):
+    """The software study's group sizes: the quantized rows (with the SR draws of
+    group_draws: ceil(g / 16) draws per group, the first g values) and the GEMM in both fMAC
+    modes equal the reference; group 16 draws exactly one LFSR row per group."""
+    from golden.fast.gemm_kernel import quantize_rows_fast
+    from golden.fast.numerics import group_draws, quantize_rows
+
+    rng = np.random.default_rng(group)
+    X = (rng.standard_normal((7, 45)) * np.exp(rng.normal(0, 3, (7, 45)))).astype(np.float32)
+    Y = rng.standard_normal((9, 45)).astype(np.float32)
+    for rounding in ("trunc", "sr", "rne"):
+        r_ref, r_fast = LaneRNG(), LaneRNG()
+        ref = quantize_rows(X, 3, rounding, r_ref, group=group)
+        fast = quantize_rows_fast(X, 3, rounding, r_fast, group=group)
+        assert ref.q.shape == (7, -(-45 // group), group)
+        for field in ("Es", "signs", "q"):
+            assert np.array_equal(getattr(ref, field), getattr(fast, field)), (rounding, field)
+        assert np.array_equal(r_ref.draws(1), r_fast.draws(1))
+    xq = quantize_rows(X, 4, "trunc", group=group)
+    yq = quantize_rows(Y, 4, "trunc", group=group)
+    for mode in ("paper", "exact"):
+        assert np.array_equal(gemm_quantized_fast(xq, yq, "wgrad", mode),
+                              gemm_quantized(xq, yq, "wgrad", mode))
+    a, b = LaneRNG(), LaneRNG()
+    assert np.array_equal(group_draws(a, 3, 16), b.draws(3))
+    two = group_draws(a, 2, 20)
+    assert two.shape == (2, 20) and np.array_equal(two[1, :16], b.draws(3)[2])
+
+
+def test_a_group_size_out_of_range_is_refused():
+    from golden.fast.numerics import quantize_rows
+
+    with pytest.raises(FastInputError, match="group size in 1..256"):
+        quantize_rows(np.ones((2, 4), np.float32), 4, group=0)

@@ -128,3 +128,13 @@ def test_sweeps_part_tables(tmp_path):
     assert "89.00 % (-1.00); 55 % 4-bit; 0.50x" in part
     assert "| 0.4 | 88.00 % (-2.00); — 4-bit; — |" in part
     assert "alpha = 0.6, beta = 0.3" in part
+
+
+def test_sweeps_part_bfp_table(tmp_path):
+    _run(tmp_path / "sweeps", "bfp", {"fp32": 0.90, "bfp-m2-g8": 0.70, "bfp-m4-g16": 0.89,
+                                      "bfp-m4-g32": 0.88}, train=9600, test=2400)
+    part = "\n".join(report.kept_part(report.build(tmp_path), "sweeps"))
+    assert "| m | g = 8 | g = 16 | g = 32 |" in part
+    assert "| 2 | 70.00 % (-20.00) | — | — |" in part
+    assert "| 4 | — | 89.00 % (-1.00) | 88.00 % (-2.00) |" in part
+    assert "Fig. 20" in part

@@ -73,3 +73,64 @@ def test_known_lists_the_named_formats_and_accepts_variants():
     with pytest.raises(FlowError, match="variants: hbfp<m>-t<T>"):
         parse_formats("hbfp8-floor")
     assert variant("bf16") is None and variant("fast-low") is None
+
+
+def test_bfp_variants_at_the_hardware_group_are_the_fixed_fast_formats():
+    """bfp-m2-g16 and bfp-m4-g16 give fast-low's and fast-high's bits (the same converter, the
+    same LFSR draws); bfp-m3-g8 equals the golden composition with groups of 8 (SR draws per
+    group_draws); bfp-m5-g32 runs on the 6-bit datapath (9 rounds per group pair)."""
+    from flows.studies.train.formats.fast import FASTHigh, FASTLow, lane_states_for
+    from golden.fast.numerics import (DEFAULT_ROUNDING, LaneRNG, Quantized, gemm_quantized,
+                                      quantize_rows)
+
+    rng = np.random.default_rng(5)
+    a = np.maximum(rng.standard_normal((9, 40)), 0).astype(np.float32)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    g = (1e-3 * rng.standard_normal((9, 24))).astype(np.float32)
+    ops = {"fwd": (a, w), "bwd_data": (g, np.ascontiguousarray(w.T)),
+           "wgrad": (np.ascontiguousarray(a.T), g)}
+    for name, ref_cls in (("bfp-m2-g16", FASTLow), ("bfp-m4-g16", FASTHigh)):
+        fmt, ref = variant(name)(RUN), ref_cls(RUN)
+        fmt.begin_step(1, 0)
+        ref.begin_step(1, 0)
+        for phase, (x, y) in ops.items():
+            assert np.array_equal(fmt.matmul(x, y, phase, "l1").view(np.uint32),
+                                  ref.matmul(x, y, phase, "l1").view(np.uint32)), (name, phase)
+    fmt = variant("bfp-m3-g8")(RUN)
+    assert (fmt.group, fmt.fixed_m, fmt.quant_m) == (8, 3, 3)
+    fmt.begin_step(1, 0)
+    lanes = LaneRNG(lane_states_for(RUN.seed))
+    for phase, (x, y) in ops.items():
+        rx, ry = DEFAULT_ROUNDING[phase]
+        xq = quantize_rows(x, 3, rx, lanes, group=8)
+        yq = quantize_rows(np.ascontiguousarray(y.T), 3, ry, lanes, group=8)
+        wide = [Quantized(q.Es, q.signs, q.q << 1, 4) for q in (xq, yq)]
+        ref = gemm_quantized(*wide, phase, "paper", fmt.array)
+        assert np.array_equal(fmt.matmul(x, y, phase, "l1").view(np.uint32), ref), phase
+    five = variant("bfp-m5-g32")(RUN)
+    five.begin_step(1, 0)
+    five.matmul(a, w, "fwd", "l1")
+    five.matmul(*ops["bwd_data"], "bwd_data", "l1")
+    five.matmul(*ops["wgrad"], "wgrad", "l1")
+    five.end_step(1.0)
+    rec = five.end_epoch(1)
+    assert rec["fmac_rounds"]["fwd"] == 9 * rec["group_pairs"]["fwd"]
+    assert rec["group_pairs"]["fwd"] == 9 * 24 * 2          # K = 40 in groups of 32
+    with pytest.raises(ValueError, match="group 65"):
+        variant("bfp-m4-g65")
+
+
+def test_a_block_larger_than_the_matrices_gives_the_same_bits_with_less_padding():
+    """hbfp6-t576 on 40 x 24 weights: block_for gives 40, and the GEMM and the stored weights
+    equal the golden model's at T = 576 (the real block), bit for bit."""
+    fmt = variant("hbfp6-t576-w6")(RUN)
+    assert fmt.block_for(40, 24) == 40 and fmt.block_for(600, 3) == 576
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((5, 40)) * np.exp2(rng.integers(-5, 5, (5, 40)))).astype(np.float32)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    A = acc_bits(6, 576)
+    for phase, (a, b) in {"fwd": (x, w), "bwd_data": (x[:, :24], np.ascontiguousarray(w.T))
+                          }.items():
+        ref = bf16_to_float(hbfp_matmul_fast(a, b, 576, 6, A, "floor"))
+        assert np.array_equal(fmt.matmul(a, b, phase, "l1"), np.asarray(ref)), phase
+    assert np.array_equal(fmt.store_weight(w, "l1"), store_tiles(w, 576, 6))

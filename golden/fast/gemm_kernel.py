@@ -33,6 +33,7 @@ from ..common.fp32_kernel import settle as _settle
 from ..common.jit import jit, numba
 from .numerics import (DEFAULT_ROUNDING, FMAC_MODES, G, ROUNDINGS, FastInputError, LaneRNG,
                        Quantized, _check_fmac_width, _check_m, _fp32_bits, _tile_groups,
+                       _check_exact_range, check_group, group_draws,
                        bfp_quantize_groups, gemm_quantized, quantize_operands, quantize_rows)
 
 #: the most memory the round products of one block of groups take
@@ -100,16 +101,16 @@ def _magnitudes_fit(q: Quantized) -> bool:
 
 def _chunks(q: Quantized, k: int, exact: bool, transpose: bool) -> np.ndarray:
     """The signed chunk matrices of ``q`` as float32: chunk ``c`` (most significant first) of
-    every row, or the whole signed magnitudes in exact mode; ``(groups, k * rows, 16)``, or
-    ``(groups, 16, k * rows)`` with ``transpose``."""
+    every row, or the whole signed magnitudes in exact mode; ``(groups, k * rows, g)``, or
+    ``(groups, g, k * rows)`` with ``transpose`` (``g``: the group size, 16 in hardware)."""
     q_, s = q.q.astype(np.int32), np.where(q.signs == 1, -1, 1).astype(np.int32)
     parts = (s * q_)[None] if exact else np.stack(
         [s * ((q_ >> (2 * (k - 1 - c))) & 3) for c in range(k)])
-    # (k, rows, groups, 16) -> (groups, k * rows, 16) or (groups, 16, k * rows)
+    # (k, rows, groups, g) -> (groups, k * rows, g) or (groups, g, k * rows)
     order = (2, 3, 0, 1) if transpose else (2, 0, 1, 3)
     out = np.ascontiguousarray(parts.transpose(order), dtype=np.float32)
-    n_groups = q.q.shape[1]
-    return out.reshape((n_groups, 16, -1) if transpose else (n_groups, -1, 16))
+    n_groups, g = q.q.shape[1], q.q.shape[2]
+    return out.reshape((n_groups, g, -1) if transpose else (n_groups, -1, g))
 
 
 def quantize_groups_fast(bits: np.ndarray, m: int, rounding: str, rand=None):
@@ -162,27 +163,30 @@ def _plain_groups(bits, rand) -> bool:
     return not rand.size or (rand.min() >= 0 and rand.max() <= 255)
 
 
-def quantize_rows_fast(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = None):
+def quantize_rows_fast(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = None,
+                       group: int = G):
     """:func:`golden.fast.numerics.quantize_rows` (without an exponent floor), the same
     :class:`~golden.fast.numerics.Quantized` groups and the same draws from ``rng``."""
+    group = check_group(group)
     bits = _fp32_bits(X)
     if bits.ndim != 2:
         raise FastInputError("X", f"shape {bits.shape}", "a 2-D matrix")
     if ((bits & 0x7F800000) == 0x7F800000).any():
-        return quantize_rows(X, m, rounding, rng)                    # its error
+        return quantize_rows(X, m, rounding, rng, group=group)       # its error
     rows, K = bits.shape
-    ng = max(1, -(-K // G))
-    padded = np.zeros((rows, ng * G), dtype=np.uint32)
+    ng = max(1, -(-K // group))
+    padded = np.zeros((rows, ng * group), dtype=np.uint32)
     padded[:, :K] = bits
     qm = 4 if m == 2 else m
     rand = None
     if rounding == "sr":
         rng = rng or LaneRNG()
-        rand = rng.draws(rows * ng)
-    Es, s, q = quantize_groups_fast(padded.reshape(rows * ng, G), qm, rounding, rand)
+        rand = group_draws(rng, rows * ng, group)
+    Es, s, q = quantize_groups_fast(padded.reshape(rows * ng, group), qm, rounding, rand)
     if qm != m:
         q = q >> 2
-    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, G), q.reshape(rows, ng, G), m)
+    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, group),
+                     q.reshape(rows, ng, group), m)
 
 
 def quantize_operands_fast(X, Y, mx: int, my: int, dataflow: str = "fwd", rng=None):
@@ -216,6 +220,7 @@ def gemm_quantized_fast(xq: Quantized, yq: Quantized, dataflow: str = "fwd",
         raise FastInputError("K groups", (xq.q.shape[1], yq.q.shape[1]), "equal on both sides")
     n_groups = xq.q.shape[1]
     tile = _tile_groups(dataflow, array) or n_groups
+    _check_exact_range(xq, yq, mode)
     if n_groups == 0 or not _magnitudes_fit(xq) or not _magnitudes_fit(yq):
         return gemm_quantized(xq, yq, dataflow, mode, array)   # its result or its error
     exact = mode == "exact"

@@ -346,33 +346,60 @@ class Quantized:
     m: int
 
 
+#: group sizes of the software sensitivity study (the hardware's is :data:`G`)
+GROUP_RANGE = (1, 256)
+
+
+def check_group(group) -> int:
+    """A group size: an integer in :data:`GROUP_RANGE` (the hardware's is :data:`G`)."""
+    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) \
+            or not GROUP_RANGE[0] <= group <= GROUP_RANGE[1]:
+        raise FastInputError("group", group, f"an integer group size in {GROUP_RANGE[0]}.."
+                                             f"{GROUP_RANGE[1]}")
+    return int(group)
+
+
+def group_draws(rng: LaneRNG, n: int, group: int) -> np.ndarray:
+    """SR random values for ``n`` groups of ``group`` values: one :meth:`LaneRNG.draws` row per
+    group as wide as the lanes (the hardware's 16); a group of another size (the software study,
+    [choice]) takes ``ceil(group / lanes)`` consecutive draws and the first ``group`` of their
+    values, in lane order."""
+    if group == rng.lanes:
+        return rng.draws(n)
+    k = -(-group // rng.lanes)
+    return rng.draws(n * k).reshape(n, k * rng.lanes)[:, :group]
+
+
 def quantize_rows(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = None,
-                  exp_floor: int = 0) -> Quantized:
-    """Quantize each row of ``X`` (shape (rows, K)) in groups of 16 along K, padded with +0.0.
+                  exp_floor: int = 0, group: int = G) -> Quantized:
+    """Quantize each row of ``X`` (shape (rows, K)) in groups of ``group`` (the hardware's 16)
+    along K, padded with +0.0.
 
     Groups are converted in row-major order (row by row, groups along K within a row); with
-    ``"sr"`` each conversion takes one :meth:`LaneRNG.draw` in that order.  ``m = 2`` is what
-    the hardware converter makes: 4 bits, the low chunk discarded (for truncation this equals
-    direct 2-bit quantization, T2; under SR it is A4's biased variant; under RNE it differs from
-    direct 2-bit RNE, T3).
+    ``"sr"`` each conversion takes one :meth:`LaneRNG.draw` in that order (:func:`group_draws`
+    for other group sizes).  ``m = 2`` is what the hardware converter makes: 4 bits, the low
+    chunk discarded (for truncation this equals direct 2-bit quantization, T2; under SR it is
+    A4's biased variant; under RNE it differs from direct 2-bit RNE, T3).
     """
+    group = check_group(group)
     bits = _fp32_bits(X)
     if bits.ndim != 2:
         raise FastInputError("X", f"shape {bits.shape}", "a 2-D matrix")
     rows, K = bits.shape
-    ng = max(1, -(-K // G))
-    padded = np.zeros((rows, ng * G), dtype=np.uint32)
+    ng = max(1, -(-K // group))
+    padded = np.zeros((rows, ng * group), dtype=np.uint32)
     padded[:, :K] = bits
-    groups = padded.reshape(rows * ng, G)
+    groups = padded.reshape(rows * ng, group)
     qm = 4 if m == 2 else m
     rand = None
     if rounding == "sr":
         rng = rng or LaneRNG()
-        rand = rng.draws(rows * ng)
+        rand = group_draws(rng, rows * ng, group)
     Es, s, q = bfp_quantize_groups(groups.view(np.float32), qm, rounding, rand, exp_floor)
     if qm != m:
         q = q >> 2
-    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, G), q.reshape(rows, ng, G), m)
+    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, group),
+                     q.reshape(rows, ng, group), m)
 
 
 def _tile_groups(dataflow: str, array) -> int | None:
@@ -393,6 +420,17 @@ def _tile_groups(dataflow: str, array) -> int | None:
     return None if dataflow == "wgrad" else cols if dataflow == "fwd" else rows
 
 
+def _check_exact_range(xq: Quantized, yq: Quantized, mode: str) -> None:
+    """A group pair's whole dot product (exact mode) must fit the FP generator's 24-bit signed
+    input: ``g (2**mx - 1) (2**my - 1) < 2**23`` (every hardware width at g = 16 does)."""
+    g = xq.q.shape[2] if xq.q.ndim == 3 else G
+    if xq.q.shape[2:] != yq.q.shape[2:]:
+        raise FastInputError("group", (xq.q.shape[2:], yq.q.shape[2:]), "equal on both sides")
+    if mode == "exact" and g * ((1 << xq.m) - 1) * ((1 << yq.m) - 1) >= 1 << 23:
+        raise FastInputError("group", g, f"a group whose exact {xq.m} x {yq.m}-bit dot product "
+                                         "stays below 2**23")
+
+
 def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: str = "paper",
                    array=None) -> np.ndarray:
     """``C = X · Y`` from quantized operands: ``xq`` holds X's rows and ``yq`` Y's columns, both
@@ -411,6 +449,7 @@ def gemm_quantized(xq: Quantized, yq: Quantized, dataflow: str = "fwd", mode: st
     tile = _tile_groups(dataflow, array)
     n_groups = xq.q.shape[1]
     tile = tile or n_groups
+    _check_exact_range(xq, yq, mode)
     sx = np.where(xq.signs == 1, -1, 1)
     sy = np.where(yq.signs == 1, -1, 1)
     shape = (xq.q.shape[0], yq.q.shape[0])
@@ -488,7 +527,7 @@ def quantize_operands(X, Y, mx: int, my: int, dataflow: str = "fwd",
 
 
 __all__ = [
-    "G", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
+    "G", "GROUP_RANGE", "check_group", "group_draws", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
     "FastInputError", "lane_seeds", "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant",
     "chunks", "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step",
     "LaneRNG", "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows",

@@ -55,7 +55,7 @@ TABLE_II = (
 #: the folder of ``make training-baselines``' lenet run, under the build folder
 BASELINES = "lenet-baselines"
 #: the runs of ``make training-sweeps``, under ``sweeps/`` of the build folder
-SWEEPS = ("hbfp", "fast")
+SWEEPS = ("hbfp", "fast", "bfp")
 
 #: published float32 accuracies of comparable networks on Fashion-MNIST's official test set,
 #: from the benchmark table of the data set's README (Xiao, Rasul and Vollgraf, 2017; shipped
@@ -380,9 +380,10 @@ def baselines_part(build_dir: Path, docs: dict) -> list[str]:
 
 
 def sweeps_part(build_dir: Path, docs: dict) -> list[str]:
-    """The sensitivity sweeps (:mod:`.sweeps`): HBFP's mantissa x block size x storage and
-    FAST's alpha x beta, from ``sweeps/hbfp`` and ``sweeps/fast``."""
-    from .sweeps import fast_table, hbfp_table
+    """The sensitivity sweeps (:mod:`.sweeps`): HBFP's mantissa x block size x storage, FAST's
+    alpha x beta and its width x group size, from ``sweeps/hbfp``, ``sweeps/fast`` and
+    ``sweeps/bfp``."""
+    from .sweeps import bfp_table, fast_table, hbfp_table
 
     cfg = next(iter(docs.values()))["config"]
     lines = [
@@ -409,6 +410,9 @@ def sweeps_part(build_dir: Path, docs: dict) -> list[str]:
                   "storage", "", *hbfp_table(docs["hbfp"]), ""]
     if "fast" in docs:
         lines += ["### FAST: Algorithm 1's alpha x beta", "", *fast_table(docs["fast"]), ""]
+    if "bfp" in docs:
+        lines += ["### FAST's datapath: magnitude width x group size (Fig. 20)", "",
+                  *bfp_table(docs["bfp"]), ""]
     lines.append("<!-- end of part: sweeps -->")
     return lines
 

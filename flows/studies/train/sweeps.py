@@ -1,10 +1,11 @@
 """The sensitivity sweeps of ``make training-sweeps``, as tables: HBFP's mantissa width against
 block size with and without the wide weight storage (the HBFP thesis's Fig. 3.3 design space),
-and FAST's Algorithm 1 constants alpha against beta.
+FAST's Algorithm 1 constants alpha against beta, and FAST's fixed width against group size
+(the paper's Fig. 20).
 
 Each table reads one ``trainfab train`` run (``train.json``) whose formats are the parametric
 variants :func:`flows.studies.train.formats.variant` names (``hbfp<m>-t<T>[-w<W>]``,
-``fast-a<alpha>-b<beta>``) beside an ``fp32`` run of the same schedule.
+``fast-a<alpha>-b<beta>``, ``bfp-m<m>-g<g>``) beside an ``fp32`` run of the same schedule.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ FAST_PAPER = "FAST §VI: alpha = 0.6, beta = 0.3 for all DNNs"
 
 _HBFP = re.compile(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?")
 _FAST = re.compile(r"fast-a(\d+(?:\.\d+)?)-b(\d+(?:\.\d+)?)")
+_BFP = re.compile(r"bfp-m(\d+)-g(\d+)")
+#: FAST's group-size and width sensitivity (Fig. 20, ResNet-18 on ImageNet)
+BFP_PAPER = ("FAST Fig. 20 (ResNet-18): g in {8, 16, 32} x m in {2, 3, 4, 5}; smaller groups "
+             "are more accurate, and g = 16, m = 4 is chosen as the baseline")
 
 
 def _acc(rec) -> float | None:
@@ -118,4 +123,28 @@ def fast_table(doc: dict) -> list[str]:
     return lines + ["", f"Paper: {FAST_PAPER}."]
 
 
-__all__ = ["HBFP_PAPER", "FAST_PAPER", "hbfp_table", "fast_table"]
+def bfp_table(doc: dict) -> list[str]:
+    """Magnitude width (rows) x group size (columns): final accuracy (change against fp32) and
+    the fMAC rounds per group pair; empty without ``bfp-m<m>-g<g>`` variants."""
+    fmts = doc["formats"]
+    cells = {}
+    for name, rec in fmts.items():
+        m = _BFP.fullmatch(name)
+        if m:
+            cells[(int(m[1]), int(m[2]))] = rec
+    if not cells:
+        return []
+    ms = sorted({k[0] for k in cells})
+    gs = sorted({k[1] for k in cells})
+    ref = _acc(fmts.get("fp32"))
+    lines = [f"fp32: {_pct(ref)}. Each cell: final test accuracy (change against fp32, in "
+             "points) at fixed m-bit magnitudes in groups of g (FAST's converter: truncation, "
+             "SR gradients; odd widths padded in the fMAC).", "",
+             "| m | " + " | ".join(f"g = {g}" for g in gs) + " |", "|---|" + "---|" * len(gs)]
+    for mm in ms:
+        row = [_pct(_acc(cells[(mm, g)]), ref) if (mm, g) in cells else "—" for g in gs]
+        lines.append(f"| {mm} | " + " | ".join(row) + " |")
+    return lines + ["", f"Paper: {BFP_PAPER}."]
+
+
+__all__ = ["HBFP_PAPER", "FAST_PAPER", "BFP_PAPER", "hbfp_table", "fast_table", "bfp_table"]

@@ -132,11 +132,11 @@ def datapath(q: Quantized) -> Quantized:
     return Quantized(q.Es, q.signs, q.q << 1, q.m + 1)
 
 
-def group_pairs(shape) -> int:
-    """Group pairs of a GEMM ``[M, K, N]``: ``M * N * ceil(K / 16)``, each one fMAC job of
-    :func:`~golden.fast.numerics.rounds` cycles."""
+def group_pairs(shape, group: int = GROUP) -> int:
+    """Group pairs of a GEMM ``[M, K, N]``: ``M * N * ceil(K / group)`` (the hardware's
+    ``group`` is 16), each one fMAC job of :func:`~golden.fast.numerics.rounds` cycles."""
     M, K, N = (int(v) for v in shape)
-    return M * N * max(1, -(-K // GROUP))
+    return M * N * max(1, -(-K // group))
 
 
 class FAST(Format):
@@ -177,6 +177,8 @@ class FAST(Format):
     quant_m = 4
     #: per phase, the roundings of X and Y; None: FAST's (truncation, SR for the gradient)
     roundings: dict | None = None
+    #: values per group (the hardware's 16; other sizes for the sensitivity study)
+    group = GROUP
 
     def __init__(self, run: RunInfo):
         super().__init__(run)
@@ -272,7 +274,7 @@ class FAST(Format):
             mx, my = (st["g"], st["w"]) if phase == "bwd_data" else (st["a"], st["g"])
         shape = (x.shape[0], x.shape[1], y.shape[1])
         self._shapes.setdefault(layer, {})[phase] = list(shape)
-        pairs = group_pairs(shape)
+        pairs = group_pairs(shape, self.group)
         self._pairs[phase] += pairs
         self._ep["pairs"][phase] += pairs
         n = pairs * self.rounds(mx, my)
@@ -290,11 +292,12 @@ class FAST(Format):
     def _operands(self, x, y, phase):
         """The phase's operands quantized at :attr:`quant_m` bits with the format's roundings,
         drawing SR bits from the lanes (X's groups first, then Y's)."""
-        if self.quant_m == 4 and self.roundings is None:
+        if self.quant_m == 4 and self.roundings is None and self.group == GROUP:
             return quantize_operands_fast(x, y, 4, 4, phase, rng=self.rng)
         rx, ry = (self.roundings or DEFAULT_ROUNDING)[phase]
-        xq = quantize_rows_fast(x, self.quant_m, rx, self.rng)
-        yq = quantize_rows_fast(np.ascontiguousarray(y.T), self.quant_m, ry, self.rng)
+        xq = quantize_rows_fast(x, self.quant_m, rx, self.rng, self.group)
+        yq = quantize_rows_fast(np.ascontiguousarray(y.T), self.quant_m, ry, self.rng,
+                                self.group)
         return xq, yq
 
     def _gemm(self, xq, yq, mx, my, phase):
@@ -393,7 +396,7 @@ class FAST(Format):
                           **({"fixed_by_tensor": dict(self.fixed_by_tensor)}
                              if self.fixed_by_tensor is not None else {}),
                           "alpha": self.alpha, "beta": self.beta, "L": self.L, "I": self.I,
-                          "group": GROUP, "array": list(self.array) if self.array else None,
+                          "group": self.group, "array": list(self.array) if self.array else None,
                           "fmac_mode": self.fmac_mode, "quant_m": self.quant_m,
                           "roundings": self.roundings or DEFAULT_ROUNDING},
         }
@@ -548,16 +551,49 @@ class FASTLowG4(FASTLow):
 VARIANT_RANGE = (0.0, 2.0)
 
 
+#: the widths and group sizes of the ``bfp-m<m>-g<g>`` variants (the paper's sensitivity study:
+#: m 2..5, g 8, 16, 32)
+VARIANT_M = (2, 8)
+VARIANT_G = (2, 64)
+
+
+def _fixed_variant(name: str):
+    match = re.fullmatch(r"bfp-m(\d+)-g(\d+)", name)
+    if match is None:
+        return None
+    m, g = int(match[1]), int(match[2])
+    if not (VARIANT_M[0] <= m <= VARIANT_M[1] and VARIANT_G[0] <= g <= VARIANT_G[1]):
+        raise ValueError(f"format {name!r}: m {m} ({VARIANT_M[0]}..{VARIANT_M[1]}) or group "
+                         f"{g} ({VARIANT_G[0]}..{VARIANT_G[1]}) out of range")
+    return type(f"BFP_{m}_{g}", (FAST,), {
+        "name": name, "fixed_m": m, "quant_m": m, "group": g,
+        "summary": f"FAST's datapath at fixed {m}-bit magnitudes in groups of {g} (truncation, "
+                   "SR gradients; a sweep variant)",
+        "paper": "FAST Fig. 20: smaller groups are more accurate; g = 16, m = 4 chosen",
+        "__module__": __name__})
+
+
 def variant(name: str):
-    """The class of the FAST variant ``name``: ``fast-a<alpha>-b<beta>``, Algorithm 1 with
-    Eq. 1's constants ``alpha`` and ``beta`` (decimal numbers, e.g. ``fast-a0.4-b0.3``), for the
-    alpha/beta sweep; None for a name of another form.
+    """The class of the FAST variant ``name``, for the sweeps; None for a name of another form:
+
+    ``fast-a<alpha>-b<beta>``
+        Algorithm 1 with Eq. 1's constants ``alpha`` and ``beta`` (decimal numbers, e.g.
+        ``fast-a0.4-b0.3``).
+    ``bfp-m<m>-g<g>``
+        FAST's datapath at fixed ``m``-bit magnitudes (2..8) in groups of ``g`` values (2..64)
+        along the reduction: the converter's quantizer (truncation for weights and
+        activations, SR for gradients, :func:`golden.fast.numerics.group_draws` for groups
+        other than 16) and the fMAC (odd widths padded, :func:`datapath`), the paper's Fig. 20
+        sensitivity study (which trains in software).
 
     Raises
     ------
     ValueError
-        ``alpha`` or ``beta`` outside 0..2; one line.
+        A parameter out of range; one line.
     """
+    fixed = _fixed_variant(name)
+    if fixed is not None:
+        return fixed
     match = re.fullmatch(r"fast-a(\d+(?:\.\d+)?)-b(\d+(?:\.\d+)?)", name)
     if match is None:
         return None
@@ -581,4 +617,5 @@ ABLATIONS = {"fast-low-g4": FASTLowG4, "msfp12-sr": MSFP12SR}
 
 __all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "MSFP12SR", "FASTLowG4",
            "FastFormatError", "ALPHA", "BETA", "ARRAY", "FMAC_MODE", "TENSORS", "NOT_CHOSEN",
-           "lane_states_for", "narrow", "datapath", "group_pairs", "width_table", "variant"]
+           "lane_states_for", "narrow", "datapath", "group_pairs", "width_table", "variant",
+           "VARIANT_M", "VARIANT_G"]

@@ -118,9 +118,18 @@ class HBFP(Format):
         self.T = self.block
         self.A = acc_bits(self.m, self.T)
 
+    def block_for(self, rows: int, cols: int) -> int:
+        """The block size that gives the same bits as :attr:`T` for a ``rows x cols`` weight
+        operand (the right operand of the GEMM, or the stored weights) with less padding: when
+        both fit one block, ``max(rows, cols)`` (one row segment and one weight tile either
+        way; the padding zeros change no shared exponent), else ``T``.  The accumulator stays
+        :attr:`A`, so the arithmetic is the same."""
+        return max(rows, cols, 1) if max(rows, cols) <= self.T else self.T
+
     def matmul(self, x: np.ndarray, y: np.ndarray, phase: str, layer: str) -> np.ndarray:
         try:
-            bits = hbfp_matmul_fast(x, y, self.T, self.m, self.A, self.rounding[phase])
+            bits = hbfp_matmul_fast(x, y, self.block_for(*np.shape(y)), self.m, self.A,
+                                    self.rounding[phase])
         except HBFPInputError:
             if np.isfinite(x).all() and np.isfinite(y).all():
                 raise
@@ -130,7 +139,7 @@ class HBFP(Format):
     def store_weight(self, w: np.ndarray, layer: str) -> np.ndarray:
         if not np.isfinite(w).all():
             return w
-        return store_tiles(w, self.T, self.wide)
+        return store_tiles(w, self.block_for(*np.shape(w)), self.wide)
 
     def summary_record(self) -> dict:
         rec = {"m": self.m, "T": self.T, "A": self.A, "wide": self.wide}
