@@ -25,9 +25,9 @@
 #                   hfp8, fp16, mid-bfp, msfp12) train lenet the same way, trainfab's Table IV
 #                   areas size the iso-area arrays, FAST's time to accuracy against every
 #                   array's own run; the Table II part of docs/training.md (about 35 minutes)
-#   make training-sweeps  HBFP's mantissa x block size x weight storage and FAST's alpha x
-#                   beta, lenet on 12,000 Fashion-MNIST images; the sweeps part of
-#                   docs/training.md (about 35 minutes)
+#   make training-sweeps  HBFP's mantissa x block size x weight storage, FAST's alpha x beta
+#                   and its width x group size, lenet on 12,000 Fashion-MNIST images; the
+#                   sweeps part of docs/training.md (about 55 minutes)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
 #   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies
@@ -147,12 +147,12 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 SWEEP_LIMIT := 12000
-HBFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,4 6 8 10 12,$(foreach t,16 64 576,hbfp$(m)-t$(t) hbfp$(m)-t$(t)-w$(m))))
+HBFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,4 8 12,$(foreach t,16 64 576,hbfp$(m)-t$(t)-rne hbfp$(m)-t$(t)-w$(m)-rne)))
 FAST_SWEEP := fp32,$(subst $(space),$(comma),$(foreach a,0.4 0.6 0.8,$(foreach b,0.15 0.3 0.45,fast-a$(a)-b$(b))))
 BFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,2 3 4 5,$(foreach g,8 16 32,bfp-m$(m)-g$(g))))
 
 training-sweeps: setup
-	@echo "make training-sweeps [1/3]: HBFP, mantissa 4-12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 20 min)"
+	@echo "make training-sweeps [1/3]: HBFP (round to nearest), mantissa 4/8/12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 25 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(HBFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/hbfp
 	@echo "make training-sweeps [2/3]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 15 min)"

@@ -134,3 +134,16 @@ def test_a_block_larger_than_the_matrices_gives_the_same_bits_with_less_padding(
         ref = bf16_to_float(hbfp_matmul_fast(a, b, 576, 6, A, "floor"))
         assert np.array_equal(fmt.matmul(a, b, phase, "l1"), np.asarray(ref)), phase
     assert np.array_equal(fmt.store_weight(w, "l1"), store_tiles(w, 576, 6))
+
+
+def test_the_rne_suffix_rounds_every_gemm_to_nearest():
+    cls = variant("hbfp8-t16-w8-rne")
+    assert cls.rounding == {"fwd": "rne", "bwd_data": "rne", "wgrad": "rne"}
+    assert variant("hbfp8-t16").rounding == HBFP.rounding
+    fmt = cls(RUN)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 40)).astype(np.float32)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    ref = bf16_to_float(hbfp_matmul_fast(x, w, 16, 8, acc_bits(8, 16), "rne"))
+    assert np.array_equal(fmt.matmul(x, w, "fwd", "l1"), np.asarray(ref))
+    assert fmt.summary_record()["rounding"]["wgrad"] == "rne"

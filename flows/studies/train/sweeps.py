@@ -19,7 +19,7 @@ HBFP_PAPER = ("HBFP thesis Fig. 3.3 (WRN-28-10, CIFAR-100): mantissas wider than
 #: FAST's choice of Algorithm 1's constants
 FAST_PAPER = "FAST §VI: alpha = 0.6, beta = 0.3 for all DNNs"
 
-_HBFP = re.compile(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?")
+_HBFP = re.compile(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?(-rne)?")
 _FAST = re.compile(r"fast-a(\d+(?:\.\d+)?)-b(\d+(?:\.\d+)?)")
 _BFP = re.compile(r"bfp-m(\d+)-g(\d+)")
 #: FAST's group-size and width sensitivity (Fig. 20, ResNet-18 on ImageNet)
@@ -45,20 +45,23 @@ def hbfp_table(doc: dict) -> list[str]:
     gain in points; empty when the run has no HBFP variants."""
     fmts = doc["formats"]
     cells: dict = {}
+    rounding = set()
     for name, rec in fmts.items():
         m = _HBFP.fullmatch(name)
         if m:
             mm, t = int(m[1]), int(m[2])
             narrow = m[3] is not None and int(m[3]) == mm
             cells.setdefault((mm, t), {})["narrow" if narrow else "wide"] = _acc(rec)
+            rounding.add("round to nearest (ties to even)" if m[4] else "Equinox's floor")
     if not cells:
         return []
     ms = sorted({k[0] for k in cells})
     ts = sorted({k[1] for k in cells})
     ref = _acc(fmts.get("fp32"))
-    lines = [f"fp32: {_pct(ref)}. Each cell: final test accuracy with the 16-bit weight "
-             "storage / with the weights stored at the mantissa width (no wide storage), and "
-             "the wide storage's gain in points.", "",
+    lines = [f"fp32: {_pct(ref)}. Quantizer rounding: {' and '.join(sorted(rounding))}. Each "
+             "cell: final test accuracy with the 16-bit weight storage / with the weights "
+             "stored at the mantissa width (no wide storage), and the wide storage's gain in "
+             "points.", "",
              "| mantissa bits | " + " | ".join(f"T = {t}" for t in ts) + " |",
              "|---|" + "---|" * len(ts)]
     for mm in ms:

@@ -17,7 +17,8 @@ bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
 
 Parametric variants (:data:`VARIANTS`, for sweeps; trained only when named): ``hbfp<m>-t<T>`` and
-``hbfp<m>-t<T>-w<W>`` (HBFP at any mantissa width, block size and weight storage) and
+``hbfp<m>-t<T>-w<W>`` (HBFP at any mantissa width, block size and weight storage; ``-rne``:
+rounding to nearest), 
 ``fast-a<alpha>-b<beta>`` (Algorithm 1 with other constants) and ``bfp-m<m>-g<g>`` (FAST's
 datapath at a fixed width and group size, Fig. 20's study).
 
@@ -40,8 +41,8 @@ FORMATS: dict[str, type[Format]] = {"fp32": Format, **bf16.FORMATS, **lanes.FORM
 ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS, **lanes.ABLATIONS}
 
 #: the parametric families of ``--formats`` (sweeps), one line each for the error messages
-VARIANTS = ("hbfp<m>-t<T>[-w<W>] (HBFP with m-bit mantissas, blocks of T, W-bit weight "
-            "storage)", "fast-a<alpha>-b<beta> (FAST with Algorithm 1's alpha and beta)",
+VARIANTS = ("hbfp<m>-t<T>[-w<W>][-rne] (HBFP with m-bit mantissas, blocks of T, W-bit weight "
+            "storage, round to nearest)", "fast-a<alpha>-b<beta> (FAST with Algorithm 1's alpha and beta)",
             "bfp-m<m>-g<g> (FAST's datapath at fixed m-bit magnitudes in groups of g)")
 
 

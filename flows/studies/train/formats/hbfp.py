@@ -195,15 +195,17 @@ VARIANT_T = (1, 4096)
 def variant(name: str):
     """The class of the HBFP variant ``name``: ``hbfp<m>-t<T>`` (``m``-bit mantissas in blocks
     of ``T``, the 16-bit wide weight storage) or ``hbfp<m>-t<T>-w<W>`` (``W``-bit weight
-    storage; ``W = m`` stores the weights as the dot products read them, no wide storage), for
-    the sweeps of the thesis's Tables 3.1/3.2 and Fig. 3.3; None for a name of another form.
+    storage; ``W = m`` stores the weights as the dot products read them, no wide storage), with
+    a ``-rne`` suffix the quantizer rounding to nearest (ties to even) in every GEMM instead of
+    Equinox's floor, for the sweeps of the thesis's Fig. 3.3 design space; None for a name of
+    another form.
 
     Raises
     ------
     ValueError
         A parameter out of range (``m`` 4..16, ``T`` 1..4096, ``m <= W <= 24``); one line.
     """
-    match = re.fullmatch(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?", name)
+    match = re.fullmatch(r"hbfp(\d+)-t(\d+)(?:-w(\d+))?(-rne)?", name)
     if match is None:
         return None
     m, block = int(match[1]), int(match[2])
@@ -213,8 +215,10 @@ def variant(name: str):
         raise ValueError(f"format {name!r}: m {m} (4..16), T {block} (1..4096) or weight "
                          f"storage {wide} bits (m..24) out of range")
     storage = ("the weights stored as read" if wide == m else f"{wide}-bit weight storage")
-    return type(f"HBFP_{m}_{block}_{wide}", (HBFP,), {
+    rne = match[4] is not None
+    return type(f"HBFP_{m}_{block}_{wide}{'_rne' if rne else ''}", (HBFP,), {
         "name": name, "m": m, "block": block, "wide": wide,
+        **({"rounding": dict.fromkeys(HBFP.rounding, "rne")} if rne else {}),
         "summary": f"HBFP: {m}-bit mantissas in blocks of {block}, {acc_bits(m, block)}-bit "
                    f"accumulators, bfloat16 results, {storage} (a sweep variant)",
         "paper": "HBFP thesis Tables 3.1/3.2: accuracy against mantissa width and block size",
