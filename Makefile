@@ -27,7 +27,7 @@
 #                   array's own run; the Table II part of docs/training.md (about 35 minutes)
 #   make training-sweeps  HBFP's mantissa x block size x weight storage, FAST's alpha x beta
 #                   and its width x group size, lenet on 12,000 Fashion-MNIST images; the
-#                   sweeps part of docs/training.md (about 55 minutes)
+#                   sweeps part of docs/training.md (about 40 minutes)
 #   make training-digits  the same on scikit-learn's digits (mlp, cnn, cnn-q4): the digits
 #                   part of docs/training.md
 #   make studies    FPRaker rows, independent PEs, interleaved tile, Equinox dispatch: the studies
@@ -152,13 +152,13 @@ FAST_SWEEP := fp32,$(subst $(space),$(comma),$(foreach a,0.4 0.6 0.8,$(foreach b
 BFP_SWEEP := fp32,$(subst $(space),$(comma),$(foreach m,2 3 4 5,$(foreach g,8 16 32,bfp-m$(m)-g$(g))))
 
 training-sweeps: setup
-	@echo "make training-sweeps [1/3]: HBFP (round to nearest), mantissa 4/8/12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 25 min)"
+	@echo "make training-sweeps [1/3]: HBFP (round to nearest), mantissa 4/8/12 x block 16/64/576 x weight storage, lenet on $(SWEEP_LIMIT) images (about 20 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(HBFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/hbfp
-	@echo "make training-sweeps [2/3]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 15 min)"
+	@echo "make training-sweeps [2/3]: FAST, Algorithm 1's alpha x beta, lenet on $(SWEEP_LIMIT) images (about 10 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(FAST_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/fast
-	@echo "make training-sweeps [3/3]: FAST's datapath, width 2-5 x group 8/16/32 (Fig. 20), lenet on $(SWEEP_LIMIT) images (about 20 min)"
+	@echo "make training-sweeps [3/3]: FAST's datapath, width 2-5 x group 8/16/32 (Fig. 20), lenet on $(SWEEP_LIMIT) images (about 10 min)"
 	$(TF) train --model lenet --dataset fashion-mnist --limit $(SWEEP_LIMIT) --epochs 3 \
 	  --formats $(BFP_SWEEP) -j $(JOBS) -o $(TRAIN_DIR)/sweeps/bfp
 	$(PY) -m flows.studies.train.report $(TRAIN_DIR) docs/training.md
