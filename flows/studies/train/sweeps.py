@@ -33,6 +33,18 @@ def _acc(rec) -> float | None:
     return rec.get("final_test_accuracy")
 
 
+def _grid(doc: dict, pattern, key) -> tuple[dict, float | None]:
+    """The run's formats whose names ``pattern`` matches, as ``{key(match): record}``, and the
+    fp32 run's final accuracy."""
+    fmts = doc["formats"]
+    cells = {}
+    for name, rec in fmts.items():
+        m = pattern.fullmatch(name)
+        if m:
+            cells[key(m)] = rec
+    return cells, _acc(fmts.get("fp32"))
+
+
 def _pct(v, ref=None) -> str:
     if v is None:
         return "diverged"
@@ -94,17 +106,11 @@ def _work(summary: dict) -> float | None:
 def fast_table(doc: dict) -> list[str]:
     """alpha (rows) x beta (columns): final accuracy (change against fp32), the share of 4-bit
     tensor choices and the fMAC work against HighBFP; empty without FAST variants."""
-    fmts = doc["formats"]
-    cells = {}
-    for name, rec in fmts.items():
-        m = _FAST.fullmatch(name)
-        if m:
-            cells[(float(m[1]), float(m[2]))] = rec
+    cells, ref = _grid(doc, _FAST, lambda m: (float(m[1]), float(m[2])))
     if not cells:
         return []
     alphas = sorted({k[0] for k in cells})
     betas = sorted({k[1] for k in cells})
-    ref = _acc(fmts.get("fp32"))
     lines = [f"fp32: {_pct(ref)}. Each cell: final test accuracy (change against fp32, in "
              "points); share of 4-bit tensor choices over the run; fMAC rounds against "
              "HighBFP's (the run's GEMM time on the fMAC array against fixed 4-bit widths).",
@@ -127,19 +133,13 @@ def fast_table(doc: dict) -> list[str]:
 
 
 def bfp_table(doc: dict) -> list[str]:
-    """Magnitude width (rows) x group size (columns): final accuracy (change against fp32) and
-    the fMAC rounds per group pair; empty without ``bfp-m<m>-g<g>`` variants."""
-    fmts = doc["formats"]
-    cells = {}
-    for name, rec in fmts.items():
-        m = _BFP.fullmatch(name)
-        if m:
-            cells[(int(m[1]), int(m[2]))] = rec
+    """Magnitude width (rows) x group size (columns): final accuracy (change against fp32);
+    empty without ``bfp-m<m>-g<g>`` variants."""
+    cells, ref = _grid(doc, _BFP, lambda m: (int(m[1]), int(m[2])))
     if not cells:
         return []
     ms = sorted({k[0] for k in cells})
     gs = sorted({k[1] for k in cells})
-    ref = _acc(fmts.get("fp32"))
     lines = [f"fp32: {_pct(ref)}. Each cell: final test accuracy (change against fp32, in "
              "points) at fixed m-bit magnitudes in groups of g (FAST's converter: truncation, "
              "SR gradients; odd widths padded in the fMAC).", "",
