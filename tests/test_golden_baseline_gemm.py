@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from kernelutil import examples
 
 from golden.baseline.gemm import (GemmInputError, fast_path, float_gemm, float_gemm_reference,
-                                  float_quantize, int_gemm, int_gemm_reference, int_quantize,
-                                  wrap)
+                                  float_quantize, int_gemm, int_gemm_reference, int_quantize)
+from golden.common import wrap
 from golden.common.formats import format_named
 from golden.common.jit import numba
 from golden.common.rounding import convert_float
@@ -133,7 +133,7 @@ def test_an_int12_gemm_that_wraps():
     y = np.full((600, 1), 0x800)
     out, wrapped = int_gemm(x, y, "int12")
     assert wrapped == 1
-    assert out[0, 0] == 600 * 2**22 - 2**32 == wrap(600 * 2**22)[()]
+    assert out[0, 0] == 600 * 2**22 - 2**32 == wrap(600 * 2**22, 32)[()]
 
 
 def test_float_quantize_scales_by_a_power_of_two_into_the_top_binade():

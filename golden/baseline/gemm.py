@@ -42,6 +42,7 @@ import functools
 
 import numpy as np
 
+from ..common import wrap
 from ..common.formats import FloatFormat, IntFormat, format_named
 from ..common.fp32_kernel import settle
 from ..common.fp_add import fp32_add_bits
@@ -75,12 +76,6 @@ def _check_shapes(x, y):
     if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
         raise GemmInputError(f"baseline GEMM: operands of shapes {x.shape} and {y.shape}; "
                              "expected (M, K) and (K, N)")
-
-
-def wrap(v, acc_bits: int = ACC_BITS) -> np.ndarray:
-    """Integers ``v`` as an ``acc_bits``-bit two's complement register holds them (signed)."""
-    half = np.int64(1) << (acc_bits - 1)
-    return ((np.asarray(v, dtype=np.int64) + half) & ((half << 1) - 1)) - half
 
 
 # ----------------------------------------------------------------------------------------------
@@ -297,5 +292,5 @@ def _narrow(bits, out, E, P):
             out[i] = sign | (e << P) | (r & ((1 << P) - 1))
 
 
-__all__ = ["ACC_BITS", "GemmInputError", "wrap", "int_gemm_reference", "int_gemm",
+__all__ = ["ACC_BITS", "GemmInputError", "int_gemm_reference", "int_gemm",
            "int_quantize", "float_gemm_reference", "float_gemm", "fast_path", "float_quantize"]

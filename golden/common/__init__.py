@@ -69,6 +69,13 @@ def int_matmul_t(a, b):
                    ).astype(np.int64)
 
 
+def wrap(v, bits: int) -> np.ndarray:
+    """Integers ``v`` as a ``bits``-bit two's complement register holds them (signed int64):
+    the accumulators wrap, they do not saturate."""
+    half = np.int64(1) << (bits - 1)
+    return ((np.asarray(v, dtype=np.int64) + half) & ((half << 1) - 1)) - half
+
+
 def check_patterns(values, dtype, name: str, what: str) -> np.ndarray:
     """``values`` itself when it is a 1-D NumPy array of ``dtype`` (bit patterns); otherwise a
     one-line ``ValueError`` naming the argument ``name`` and what it should hold (``what``)."""
@@ -98,5 +105,5 @@ __all__ = [
     "FloatFormat", "IntFormat", "BFPFormat", "BF16", "FP32", "FP16", "HFP8", "E4M3", "E5M2",
     "INT8", "INT12", "FORMATS", "format_named", "fields", "pack", "bf16_to_float",
     "fp32_to_float", "float_to_fp32", "fp32_to_bf16_rne", "float_to_bf16", "int_matmul_t",
-    "msb_index", "check_patterns", "fields_equal",
+    "wrap", "msb_index", "check_patterns", "fields_equal",
 ]

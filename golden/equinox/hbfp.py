@@ -41,7 +41,7 @@ integer arithmetic on bit patterns.  Non-finite inputs are rejected (A7).
 
 import numpy as np
 
-from ..common import BF16, FP32, fields, int_matmul_t
+from ..common import BF16, FP32, fields, int_matmul_t, wrap
 from ..common.fp_add import fp_add_bits
 from ..common.rounding import RoundConfig, round_checked, round_raw
 
@@ -213,12 +213,6 @@ def bfp_dequantize(e, M, m: int = 8) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------
 # dot products and the normalizer
-
-def wrap(v, A: int):
-    """Two's complement wrap of integers to ``A`` bits (the accumulators have no saturation)."""
-    half = 1 << (A - 1)
-    return ((np.asarray(v, dtype=np.int64) + half) & ((1 << A) - 1)) - half
-
 
 def _check_mantissas(name: str, M, m: int) -> np.ndarray:
     M = np.asarray(M)
