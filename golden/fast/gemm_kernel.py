@@ -33,7 +33,7 @@ from ..common.fp32_kernel import settle as _settle
 from ..common.jit import jit, numba
 from .numerics import (DEFAULT_ROUNDING, FMAC_MODES, G, ROUNDINGS, FastInputError, LaneRNG,
                        Quantized, _check_fmac_width, _check_m, _fp32_bits, _tile_groups,
-                       _check_exact_range, check_group, group_draws,
+                       _check_exact_range, row_groups, rows_quantized,
                        bfp_quantize_groups, gemm_quantized, quantize_operands, quantize_rows)
 
 #: the most memory the round products of one block of groups take
@@ -167,26 +167,12 @@ def quantize_rows_fast(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | No
                        group: int = G):
     """:func:`golden.fast.numerics.quantize_rows` (without an exponent floor), the same
     :class:`~golden.fast.numerics.Quantized` groups and the same draws from ``rng``."""
-    group = check_group(group)
     bits = _fp32_bits(X)
-    if bits.ndim != 2:
-        raise FastInputError("X", f"shape {bits.shape}", "a 2-D matrix")
-    if ((bits & 0x7F800000) == 0x7F800000).any():
+    if bits.ndim == 2 and ((bits & 0x7F800000) == 0x7F800000).any():
         return quantize_rows(X, m, rounding, rng, group=group)       # its error
-    rows, K = bits.shape
-    ng = max(1, -(-K // group))
-    padded = np.zeros((rows, ng * group), dtype=np.uint32)
-    padded[:, :K] = bits
-    qm = 4 if m == 2 else m
-    rand = None
-    if rounding == "sr":
-        rng = rng or LaneRNG()
-        rand = group_draws(rng, rows * ng, group)
-    Es, s, q = quantize_groups_fast(padded.reshape(rows * ng, group), qm, rounding, rand)
-    if qm != m:
-        q = q >> 2
-    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, group),
-                     q.reshape(rows, ng, group), m)
+    groups, rand, shape = row_groups(X, rounding, rng, group)
+    Es, s, q = quantize_groups_fast(groups, 4 if m == 2 else m, rounding, rand)
+    return rows_quantized(Es, s, q, shape, m)
 
 
 def quantize_operands_fast(X, Y, mx: int, my: int, dataflow: str = "fwd", rng=None):

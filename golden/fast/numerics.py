@@ -381,6 +381,17 @@ def quantize_rows(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = 
     chunk discarded (for truncation this equals direct 2-bit quantization, T2; under SR it is
     A4's biased variant; under RNE it differs from direct 2-bit RNE, T3).
     """
+    groups, rand, shape = row_groups(X, rounding, rng, group)
+    qm = 4 if m == 2 else m
+    Es, s, q = bfp_quantize_groups(groups.view(np.float32), qm, rounding, rand, exp_floor)
+    return rows_quantized(Es, s, q, shape, m)
+
+
+def row_groups(X, rounding: str, rng: LaneRNG | None, group: int = G):
+    """The groups :func:`quantize_rows` converts: ``X``'s rows (FP32 bit patterns) cut into
+    groups of ``group`` along K and padded with +0.0, as a ``(rows * groups, group)`` uint32
+    array in row-major order; their SR random values (``"sr"``: :func:`group_draws` from
+    ``rng``, a fresh :class:`LaneRNG` without one; else None); and ``(rows, groups, group)``."""
     group = check_group(group)
     bits = _fp32_bits(X)
     if bits.ndim != 2:
@@ -389,17 +400,20 @@ def quantize_rows(X, m: int = 4, rounding: str = "trunc", rng: LaneRNG | None = 
     ng = max(1, -(-K // group))
     padded = np.zeros((rows, ng * group), dtype=np.uint32)
     padded[:, :K] = bits
-    groups = padded.reshape(rows * ng, group)
-    qm = 4 if m == 2 else m
     rand = None
     if rounding == "sr":
-        rng = rng or LaneRNG()
-        rand = group_draws(rng, rows * ng, group)
-    Es, s, q = bfp_quantize_groups(groups.view(np.float32), qm, rounding, rand, exp_floor)
-    if qm != m:
+        rand = group_draws(rng or LaneRNG(), rows * ng, group)
+    return padded.reshape(rows * ng, group), rand, (rows, ng, group)
+
+
+def rows_quantized(Es, s, q, shape, m: int) -> Quantized:
+    """Converted groups (``Es``, ``s``, ``q`` in row-major group order, quantized at 4 bits for
+    ``m = 2``) as the :class:`Quantized` matrix of ``shape = (rows, groups, group)``: a 2-bit
+    one keeps each 4-bit magnitude's high chunk, as the converter makes it."""
+    if m == 2:
         q = q >> 2
-    return Quantized(Es.reshape(rows, ng), s.reshape(rows, ng, group),
-                     q.reshape(rows, ng, group), m)
+    rows, ng, group = shape
+    return Quantized(Es.reshape(rows, ng), s.reshape(shape), q.reshape(shape), m)
 
 
 def _tile_groups(dataflow: str, array) -> int | None:
@@ -423,7 +437,7 @@ def _tile_groups(dataflow: str, array) -> int | None:
 def _check_exact_range(xq: Quantized, yq: Quantized, mode: str) -> None:
     """A group pair's whole dot product (exact mode) must fit the FP generator's 24-bit signed
     input: ``g (2**mx - 1) (2**my - 1) < 2**23`` (every hardware width at g = 16 does)."""
-    g = xq.q.shape[2] if xq.q.ndim == 3 else G
+    g = xq.q.shape[-1]
     if xq.q.shape[2:] != yq.q.shape[2:]:
         raise FastInputError("group", (xq.q.shape[2:], yq.q.shape[2:]), "equal on both sides")
     if mode == "exact" and g * ((1 << xq.m) - 1) * ((1 << yq.m) - 1) >= 1 << 23:
@@ -527,7 +541,8 @@ def quantize_operands(X, Y, mx: int, my: int, dataflow: str = "fwd",
 
 
 __all__ = [
-    "G", "GROUP_RANGE", "check_group", "group_draws", "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
+    "G", "GROUP_RANGE", "check_group", "group_draws", "row_groups", "rows_quantized",
+    "FMAC_WIDTHS", "ROUNDINGS", "SR_BITS", "DATAFLOWS", "FMAC_MODES", "LANES", "LANE_SEEDS",
     "FastInputError", "lane_seeds", "bfp_quantize", "bfp_quantize_groups", "to_m2", "dequant",
     "chunks", "rounds", "fp_gen", "fp_gen_bits", "fmac_round", "fmac_group", "lfsr16_step",
     "LaneRNG", "rel_improvement", "epsilon", "choose_m", "Quantized", "quantize_rows",
