@@ -16,17 +16,15 @@ schrodinger Quantum Mantissa + Quantum Exponent stashes (learned bitlengths), Ge
 bitwave    BitWave stashes (loss-slope controlled bitlengths), Gecko footprints
 ========== =====================================================================================
 
-Parametric variants (:data:`VARIANTS`, for sweeps; trained only when named): ``hbfp<m>-t<T>`` and
-``hbfp<m>-t<T>-w<W>`` (HBFP at any mantissa width, block size and weight storage; ``-rne``:
-rounding to nearest), 
-``fast-a<alpha>-b<beta>`` (Algorithm 1 with other constants) and ``bfp-m<m>-g<g>`` (FAST's
-datapath at a fixed width and group size, Fig. 20's study).
+Parametric variants (:data:`VARIANTS`, for sweeps; trained only when named):
+``hbfp<m>-t<T>[-w<W>][-rne]`` (HBFP at any mantissa width, block size and weight storage; ``-rne``:
+rounding to nearest), ``fast-a<alpha>-b<beta>`` (Algorithm 1 with other constants) and
+``bfp-m<m>-g<g>`` (FAST's datapath at a fixed width and group size, Fig. 20's study).
 
 Ablations (:data:`ABLATIONS`, trained only when named): ``hbfp8-rne`` (round-to-nearest-even
 quantization in every GEMM), ``hbfp8-rne-wgrad`` (in the weight-gradient GEMM only) and
 ``fast-low-g4`` (LowBFP with 4-bit gradients), ``msfp12-sr`` (MSFP-12 with stochastically rounded
-gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand
-for every tensor).
+gradients) and ``hfp8-e4m2`` (FAST's Table IV HFP8 MAC operand for every tensor).
 """
 
 from .base import KINDS, PHASES, Format, LayerInfo, RunInfo
@@ -42,7 +40,8 @@ ABLATIONS: dict[str, type[Format]] = {**hbfp.ABLATIONS, **fast.ABLATIONS, **lane
 
 #: the parametric families of ``--formats`` (sweeps), one line each for the error messages
 VARIANTS = ("hbfp<m>-t<T>[-w<W>][-rne] (HBFP with m-bit mantissas, blocks of T, W-bit weight "
-            "storage, round to nearest)", "fast-a<alpha>-b<beta> (FAST with Algorithm 1's alpha and beta)",
+            "storage, round to nearest)",
+            "fast-a<alpha>-b<beta> (FAST with Algorithm 1's alpha and beta)",
             "bfp-m<m>-g<g> (FAST's datapath at fixed m-bit magnitudes in groups of g)")
 
 

@@ -73,6 +73,7 @@ import re
 import numpy as np
 
 from golden.fast.numerics import (
+    DEFAULT_ROUNDING,
     LANES,
     LaneRNG,
     Quantized,
@@ -82,10 +83,8 @@ from golden.fast.numerics import (
     rounds,
     to_m2,
 )
-from golden.fast.numerics import DEFAULT_ROUNDING
 from golden.fast.numerics import G as GROUP
-from golden.fast.gemm_kernel import (gemm_quantized_fast, quantize_operands_fast,
-                                     quantize_rows_fast)
+from golden.fast.gemm_kernel import gemm_quantized_fast, quantize_rows_fast
 
 from .base import PHASES, Format, RunInfo
 
@@ -292,8 +291,6 @@ class FAST(Format):
     def _operands(self, x, y, phase):
         """The phase's operands quantized at :attr:`quant_m` bits with the format's roundings,
         drawing SR bits from the lanes (X's groups first, then Y's)."""
-        if self.quant_m == 4 and self.roundings is None and self.group == GROUP:
-            return quantize_operands_fast(x, y, 4, 4, phase, rng=self.rng)
         rx, ry = (self.roundings or DEFAULT_ROUNDING)[phase]
         xq = quantize_rows_fast(x, self.quant_m, rx, self.rng, self.group)
         yq = quantize_rows_fast(np.ascontiguousarray(y.T), self.quant_m, ry, self.rng,
