@@ -58,7 +58,8 @@ _STUDY_OPTIONS = {"dispatch": {"config", "sets", "loads", "cycles", "seed"},
                   "hbfp": {"seed", "samples"},
                   "fast-time": {"with_runs", "areas"},
                   "fpraker-rows": {"config", "sets", "seed"}}
-_STUDY_FLAGS = {"with_runs": "--with", "areas": "--areas", "config": "--config", "sets": "--set", "loads": "--loads", "cycles": "--cycles",
+_STUDY_FLAGS = {"with_runs": "--with", "areas": "--areas", "config": "--config", "sets": "--set",
+                "loads": "--loads", "cycles": "--cycles",
                 "seed": "--seed", "samples": "--samples"}
 
 

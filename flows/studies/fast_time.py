@@ -140,6 +140,20 @@ def load_run(run_dir: Path) -> dict:
         No such folder, no readable ``train.json``, no ``formats`` in it, no ``fast`` run, or a
         ``fast`` run without the width record.
     """
+    data, path = read_run(run_dir)
+    fmts = data["formats"]
+    if "fast" not in fmts:
+        raise FastTimeError(f"{path}: no 'fast' run (trained: {', '.join(fmts) or 'none'})")
+    for name in FAST_FORMATS:
+        if name in fmts:
+            _check_summary(path, name, fmts[name])
+    return data
+
+
+def read_run(run_dir: Path) -> tuple[dict, Path]:
+    """``train.json`` of the ``trainfab train`` output folder ``run_dir`` and its path, checked
+    to hold a ``formats`` table (:class:`FastTimeError` otherwise: no such folder, a file, a
+    capture folder, no readable ``train.json``)."""
     run_dir = Path(run_dir)
     if os.path.lexists(run_dir) and not run_dir.is_dir():
         raise FastTimeError(f"{run_dir}: a file, not the output folder of `trainfab train`")
@@ -160,12 +174,7 @@ def load_run(run_dir: Path) -> dict:
     fmts = data.get("formats") if isinstance(data, dict) else None
     if not isinstance(fmts, dict):
         raise FastTimeError(f"{path}: no 'formats' table")
-    if "fast" not in fmts:
-        raise FastTimeError(f"{path}: no 'fast' run (trained: {', '.join(fmts) or 'none'})")
-    for name in FAST_FORMATS:
-        if name in fmts:
-            _check_summary(path, name, fmts[name])
-    return data
+    return data, path
 
 
 def _check_summary(path, name, rec):
@@ -295,7 +304,8 @@ def area_commands() -> list[str]:
     out = []
     for name, (unit, over) in AREA_UNITS.items():
         sets = " ".join(f"--set {k}={v}" for k, v in over.items())
-        out.append(f"trainfab area {unit} {sets} -o DIR/{unit}-{'-'.join(map(str, over.values()))}")
+        tag = "-".join(map(str, over.values()))
+        out.append(f"trainfab area {unit} {sets} -o DIR/{unit}-{tag}")
     return out
 
 
@@ -374,15 +384,7 @@ def merge_runs(data: dict, run_dir: Path, extra_runs) -> dict:
     config = data.get("config") or {}
     for extra in extra_runs or ():
         extra = Path(extra)
-        path = extra / "train.json"
-        if not path.is_file():
-            raise FastTimeError(f"{path}: no such file (run trainfab train first)")
-        try:
-            other = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise FastTimeError(f"{path}: not readable JSON ({str(e).splitlines()[0]})") from None
-        if not isinstance(other, dict) or not isinstance(other.get("formats"), dict):
-            raise FastTimeError(f"{path}: no 'formats' table")
+        other, _ = read_run(extra)
         oc = other.get("config") or {}
         diff = [k for k in SAME_RUN_KEYS if oc.get(k) != config.get(k)]
         if diff:

@@ -336,8 +336,8 @@ def baselines_part(build_dir: Path, docs: dict) -> list[str]:
         "<!-- part: table-ii -->",
         "## FAST Table II on Fashion-MNIST",
         "",
-        f"Generated on {machine()}; {_versions()}. `lenet` on Fashion-MNIST ({cfg['train_samples']:,} "
-        f"training and {cfg['test_samples']:,} test images, {cfg['epochs']} epochs, "
+        f"Generated on {machine()}; {_versions()}. `lenet` on Fashion-MNIST "
+        f"({cfg['train_samples']:,} training and {cfg['test_samples']:,} test images, {cfg['epochs']} epochs, "
         f"{_hyper(cfg)}), the same schedule and seed as `make training`'s `lenet` run, so every "
         "format sees the same mini-batches. The formats FAST's Table II compares that "
         "`make training` does not train: " + ", ".join(f"`{f}`" for f in cfg["formats"]
@@ -345,7 +345,8 @@ def baselines_part(build_dir: Path, docs: dict) -> list[str]:
         "(`make training-baselines`, after `make training`):",
         "",
         "```",
-        f"trainfab train --model lenet --dataset fashion-mnist --formats {','.join(cfg['formats'])} "
+        "trainfab train --model lenet --dataset fashion-mnist --formats "
+        f"{','.join(cfg['formats'])} "
         f"--epochs {cfg['epochs']} -o build/training/{BASELINES}",
         "trainfab area fast.fmac --set m_max=4 -o build/training/areas/fast.fmac-m4",
         "trainfab area baseline.mac16 --set fmt=FMT -o build/training/areas/mac16-FMT  "

@@ -612,7 +612,8 @@ FORMATS = {"fast": FAST, "fast-low": FASTLow, "mid-bfp": MidBFP, "fast-high": FA
 #: ablations: trained only when named (``--formats``), not by ``all``
 ABLATIONS = {"fast-low-g4": FASTLowG4, "msfp12-sr": MSFP12SR}
 
-__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "MSFP12SR", "FASTLowG4",
+__all__ = ["FORMATS", "ABLATIONS", "FAST", "FASTLow", "MidBFP", "FASTHigh", "MSFP12", "MSFP12SR",
+           "FASTLowG4",
            "FastFormatError", "ALPHA", "BETA", "ARRAY", "FMAC_MODE", "TENSORS", "NOT_CHOSEN",
            "lane_states_for", "narrow", "datapath", "group_pairs", "width_table", "variant",
            "VARIANT_M", "VARIANT_G"]
